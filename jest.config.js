@@ -1,0 +1,16 @@
+/** @type {import('jest').Config} */
+const moduleNameMapper = {
+  '^@sync/(contracts|engine|mongo|mongo-emulator)$': '<rootDir>/libs/$1/src',
+  '^@sync/(contracts|engine|mongo|mongo-emulator)/(.*)$': '<rootDir>/libs/$1/src/$2',
+};
+const transform = { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }] };
+module.exports = {
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  testEnvironment: 'node',
+  transform,
+  moduleNameMapper,
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
+  testRegex: '.*\\.spec\\.ts$',
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,3 @@
+import type { CommandDefinition } from '../types';
+
+export const changeStreamCommands: CommandDefinition[] = [];

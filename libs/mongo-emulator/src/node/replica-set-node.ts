@@ -1,0 +1,55 @@
+import { Long, ObjectId } from 'bson';
+import { ClusterClock } from '../clock/cluster-clock';
+import { Oplog } from '../oplog/oplog';
+import { CursorManager } from '../cursors/cursor-manager';
+import { Catalog } from '../storage/catalog';
+import { SessionRegistry } from '../server/sessions';
+import { FailPointRegistry } from '../server/fail-points';
+import { UserRegistry, type UserSpec } from '../auth/user-registry';
+import { CommandRegistry, defaultCommandRegistry } from '../commands/registry';
+
+export interface ReplicaSetNodeOptions {
+  /** Replica set name reported by hello (`setName`). */
+  setName: string;
+  /** Oplog entries kept (the change-stream history window). */
+  historySize?: number;
+  /** Users created at launch; when non-empty, authentication is required. */
+  users?: UserSpec[];
+  /** Interval of the primary's periodic no-op writes (mongod: 10 s). */
+  noopIntervalMs?: number;
+}
+
+export const DEFAULT_HISTORY_SIZE = 1_000_000;
+
+/**
+ * The data-bearing state of one emulated replica-set primary: everything a command can
+ * touch. The wire server (server/) owns sockets; this object owns data and bookkeeping.
+ * A sharded topology later puts several of these behind emulated mongos routers.
+ */
+export class ReplicaSetNode {
+  readonly clock = new ClusterClock();
+  readonly oplog: Oplog;
+  readonly cursors = new CursorManager();
+  readonly catalog: Catalog;
+  readonly sessions = new SessionRegistry();
+  readonly failPoints = new FailPointRegistry();
+  readonly users: UserRegistry;
+  readonly commands: CommandRegistry = defaultCommandRegistry();
+  /** `setUserWriteBlockMode {global}` state. */
+  userWriteBlocking = false;
+  /** host:port once the server listens (hello's `me`, `primary`, `hosts`). */
+  host = '127.0.0.1:0';
+  readonly electionId = new ObjectId('7fffffff0000000000000001');
+  readonly topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(0) };
+  readonly startedAt = new Date();
+
+  constructor(readonly options: ReplicaSetNodeOptions) {
+    this.oplog = new Oplog(this.clock, { maxEntries: options.historySize ?? DEFAULT_HISTORY_SIZE });
+    this.catalog = new Catalog(this);
+    this.users = new UserRegistry(options.users ?? []);
+  }
+
+  get authEnabled(): boolean {
+    return this.users.enabled;
+  }
+}

@@ -1,0 +1,123 @@
+import type { Timestamp } from 'bson';
+import { ClusterClock, compareTimestamps } from '../clock/cluster-clock';
+import type { NewOplogEntry, OplogEntry } from './oplog-entry';
+
+export interface OplogOptions {
+  /** Entries kept; older ones are truncated like a capped oplog. */
+  maxEntries: number;
+}
+
+/**
+ * A bounded, ordered log of every operation. Appends are synchronous, so entries are
+ * totally ordered by `ts`; readers wait for new entries with `waitForEntriesAfter`.
+ */
+export class Oplog {
+  private entries: OplogEntry[] = [];
+  /** Index of the first live entry in `entries` (amortised truncation). */
+  private head = 0;
+  private waiters = new Set<() => void>();
+  /** The ts of the newest entry ever truncated; reading from at or before it loses history. */
+  private truncatedThrough: Timestamp | undefined;
+  /** Bumped whenever `entries` is compacted, so suspended iterators re-locate themselves. */
+  private generation = 0;
+
+  constructor(
+    readonly clock: ClusterClock,
+    private readonly options: OplogOptions,
+  ) {}
+
+  append(entry: NewOplogEntry): OplogEntry {
+    const full: OplogEntry = { ...entry, ts: this.clock.tick(), wall: new Date() };
+    this.entries.push(full);
+    this.truncate();
+    this.notify();
+    return full;
+  }
+
+  get size(): number {
+    return this.entries.length - this.head;
+  }
+
+  /** Oldest entry still held, or undefined when the log is empty. */
+  oldest(): OplogEntry | undefined {
+    return this.entries[this.head];
+  }
+
+  newest(): OplogEntry | undefined {
+    return this.entries.length > this.head ? this.entries[this.entries.length - 1] : undefined;
+  }
+
+  /**
+   * True when a reader that has seen everything up to and including `ts` can no longer
+   * continue because entries after `ts` were truncated.
+   */
+  hasLostHistoryAfter(ts: Timestamp): boolean {
+    if (!this.truncatedThrough) return false;
+    return compareTimestamps(ts, this.truncatedThrough) < 0;
+  }
+
+  /** Entries with ts strictly greater than `ts` (all entries when ts is undefined). */
+  *entriesAfter(ts: Timestamp | undefined): IterableIterator<OplogEntry> {
+    let generation = this.generation;
+    let i = ts ? this.firstIndexAfter(ts) : this.head;
+    let last: Timestamp | undefined = ts;
+    for (;;) {
+      if (generation !== this.generation) {
+        // The array was compacted while the reader was suspended: find our place again.
+        generation = this.generation;
+        i = last ? this.firstIndexAfter(last) : this.head;
+      }
+      if (i < this.head) i = this.head; // truncated under us; callers check hasLostHistoryAfter
+      if (i >= this.entries.length) return;
+      const entry = this.entries[i];
+      last = entry.ts;
+      i += 1;
+      yield entry;
+    }
+  }
+
+  /** Resolves when an entry newer than `ts` exists, or after `timeoutMs`, or on abort. */
+  waitForEntriesAfter(ts: Timestamp, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const newest = this.newest();
+    if (newest && compareTimestamps(newest.ts, ts) > 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, timeoutMs));
+      this.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private firstIndexAfter(ts: Timestamp): number {
+    let lo = this.head;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareTimestamps(this.entries[mid].ts, ts) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private truncate(): void {
+    const excess = this.size - this.options.maxEntries;
+    if (excess <= 0) return;
+    this.truncatedThrough = this.entries[this.head + excess - 1].ts;
+    this.head += excess;
+    if (this.head > 4096 && this.head > this.entries.length / 2) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+      this.generation += 1;
+    }
+  }
+
+  private notify(): void {
+    if (this.waiters.size === 0) return;
+    for (const w of [...this.waiters]) w();
+  }
+}

@@ -1,0 +1,2 @@
+/** configureFailPoint state (failCommand). (Owned by the server work; stub.) */
+export class FailPointRegistry {}
