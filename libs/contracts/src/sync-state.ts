@@ -1,0 +1,19 @@
+/** States of a sync instance (SPEC.md §3). */
+export const SYNC_STATES = [
+  'INITIALIZING',
+  'IDLE',
+  'RUNNING',
+  'PAUSED',
+  'COMMITTING',
+  'COMMITTED',
+  'REVERSING',
+] as const;
+
+export type SyncState = (typeof SYNC_STATES)[number];
+
+/** Values of `progress.info` (SEED-API.md §2.5). */
+export type ProgressInfo =
+  | 'collection copy'
+  | 'change event application'
+  | 'waiting for commit to complete'
+  | 'commit completed';

@@ -1,0 +1,19 @@
+import type { Progress, StartRequest, SyncState } from '@sync/contracts';
+
+/**
+ * What the HTTP layer drives: one sync instance. Every method either succeeds or throws an
+ * `ApiError` (from @sync/contracts) with a stable name; state checks live behind this facade.
+ */
+export interface SyncEngine {
+  readonly state: SyncState;
+  /** Validates against the clusters, persists the job, moves IDLE → RUNNING. */
+  start(request: StartRequest): Promise<void>;
+  /** A snapshot; never throws except NotReady while INITIALIZING. */
+  progress(): Progress;
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  commit(): Promise<void>;
+  reverse(): Promise<void>;
+  /** Stops background work (shutdown); persisted state stays as it is. */
+  close(): Promise<void>;
+}
