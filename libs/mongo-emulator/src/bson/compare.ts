@@ -1,4 +1,13 @@
-import type { Binary, BSONRegExp, Code, Decimal128, Document, Long, ObjectId, Timestamp } from 'bson';
+import type {
+  Binary,
+  BSONRegExp,
+  Code,
+  Decimal128,
+  Document,
+  Long,
+  ObjectId,
+  Timestamp,
+} from 'bson';
 
 /**
  * MongoDB's canonical type order (bsontypes.h canonicalizeBSONType): values of different
@@ -157,20 +166,27 @@ export function canonicalRank(value: unknown): number {
 type Num = { kind: 'int'; v: bigint } | { kind: 'float'; v: number };
 
 export function toNum(value: unknown): Num {
-  if (typeof value === 'number') return Number.isInteger(value) ? { kind: 'int', v: BigInt(value) } : { kind: 'float', v: value };
+  if (typeof value === 'number')
+    return Number.isInteger(value)
+      ? { kind: 'int', v: BigInt(value) }
+      : { kind: 'float', v: value };
   if (typeof value === 'bigint') return { kind: 'int', v: value };
   const tag = (value as { _bsontype?: string })._bsontype;
   if (tag === 'Int32') return { kind: 'int', v: BigInt((value as { value: number }).value) };
   if (tag === 'Long') return { kind: 'int', v: (value as Long).toBigInt() };
   if (tag === 'Double') {
     const v = (value as { value: number }).value;
-    return Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? { kind: 'int', v: BigInt(v) } : { kind: 'float', v };
+    return Number.isInteger(v) && Math.abs(v) < 2 ** 63
+      ? { kind: 'int', v: BigInt(v) }
+      : { kind: 'float', v };
   }
   if (tag === 'Decimal128') {
     const s = (value as Decimal128).toString();
     if (/^-?\d+$/.test(s)) return { kind: 'int', v: BigInt(s) };
     const v = decimalStringToNumber(s);
-    return Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? { kind: 'int', v: BigInt(v) } : { kind: 'float', v };
+    return Number.isInteger(v) && Math.abs(v) < 2 ** 63
+      ? { kind: 'int', v: BigInt(v) }
+      : { kind: 'float', v };
   }
   throw new TypeError('not a number');
 }
@@ -222,15 +238,28 @@ export function compareStrings(a: string, b: string): number {
 }
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  return Buffer.compare(
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+  );
 }
 
 function binaryBytes(b: Binary): Uint8Array {
   return b.buffer.subarray(0, b.position);
 }
 
-/** Total order over BSON values, as MongoDB's woCompare without collation. */
-export function compareValues(a: unknown, b: unknown): number {
+/** Orders two strings; a collation supplies its own (field names never use it). */
+export type StringComparator = (a: string, b: string) => number;
+
+/**
+ * Total order over BSON values, as MongoDB's woCompare. Without `strCmp` strings compare
+ * by bytes (no collation); with it, every nested string value uses the collation's order.
+ */
+export function compareValues(
+  a: unknown,
+  b: unknown,
+  strCmp: StringComparator = compareStrings,
+): number {
   const ra = canonicalRank(a);
   const rb = canonicalRank(b);
   if (ra !== rb) return ra < rb ? -1 : 1;
@@ -243,11 +272,11 @@ export function compareValues(a: unknown, b: unknown): number {
     case CanonicalRank.number:
       return compareNumbers(a, b);
     case CanonicalRank.string:
-      return compareStrings(stringOf(a), stringOf(b));
+      return strCmp(stringOf(a), stringOf(b));
     case CanonicalRank.object:
-      return compareDocuments(a as Document, b as Document);
+      return compareDocuments(a as Document, b as Document, strCmp);
     case CanonicalRank.array:
-      return compareArrays(a as unknown[], b as unknown[]);
+      return compareArrays(a as unknown[], b as unknown[], strCmp);
     case CanonicalRank.binData: {
       const x = a as Binary;
       const y = b as Binary;
@@ -296,7 +325,11 @@ function stringOf(v: unknown): string {
 }
 
 /** Field by field: canonical type, then field name, then value; a prefix sorts first. */
-export function compareDocuments(a: Document, b: Document): number {
+export function compareDocuments(
+  a: Document,
+  b: Document,
+  strCmp: StringComparator = compareStrings,
+): number {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   const n = Math.min(ka.length, kb.length);
@@ -308,25 +341,25 @@ export function compareDocuments(a: Document, b: Document): number {
     if (ra !== rb) return ra < rb ? -1 : 1;
     const byName = compareStrings(ka[i], kb[i]);
     if (byName !== 0) return byName;
-    const byValue = compareValues(va, vb);
+    const byValue = compareValues(va, vb, strCmp);
     if (byValue !== 0) return byValue;
   }
   return ka.length === kb.length ? 0 : ka.length < kb.length ? -1 : 1;
 }
 
-function compareArrays(a: unknown[], b: unknown[]): number {
+function compareArrays(a: unknown[], b: unknown[], strCmp: StringComparator): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const ra = canonicalRank(a[i]);
     const rb = canonicalRank(b[i]);
     if (ra !== rb) return ra < rb ? -1 : 1;
-    const c = compareValues(a[i], b[i]);
+    const c = compareValues(a[i], b[i], strCmp);
     if (c !== 0) return c;
   }
   return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
 /** Equality as MongoDB's `$eq` on whole values: numeric types equal by value. */
-export function valuesEqual(a: unknown, b: unknown): boolean {
-  return compareValues(a, b) === 0;
+export function valuesEqual(a: unknown, b: unknown, strCmp?: StringComparator): boolean {
+  return compareValues(a, b, strCmp) === 0;
 }

@@ -1,0 +1,24 @@
+import type { Document } from 'bson';
+import type { PipelineEnv } from '../pipeline-env';
+
+/** A compiled stage: transforms a document stream (generators keep it lazy). */
+export type StageFn = (input: Iterable<Document>) => Iterable<Document>;
+
+/** Where a pipeline runs: sub-pipelines forbid some stages. */
+export type PipelineScope = 'top' | 'facet' | 'lookup' | 'mergeUpdate';
+
+export interface StageContext {
+  readonly env: PipelineEnv;
+  /** Variables for expressions: NOW, CLUSTER_TIME, `let` variables (ROOT/CURRENT are per doc). */
+  readonly vars: Record<string, unknown>;
+  readonly scope: PipelineScope;
+  /** Compiles and runs a sub-pipeline (for $lookup/$facet) with extra variables. */
+  runSub(
+    input: Iterable<Document>,
+    pipeline: unknown,
+    scope: PipelineScope,
+    extraVars?: Record<string, unknown>,
+  ): Iterable<Document>;
+}
+
+export type StageBuilder = (spec: unknown, ctx: StageContext) => StageFn;

@@ -1,0 +1,52 @@
+import { CommandError } from '../../errors';
+import { executeQuery } from '../../storage/query-exec';
+import type { CommandDefinition } from '../types';
+import {
+  collectionName,
+  optCollation,
+  optDocument,
+  optHint,
+  optNumber,
+  optNonNegative,
+} from './args';
+import { runOnView } from './pipeline';
+
+export const countCommand: CommandDefinition = {
+  name: 'count',
+  access: 'read',
+  run(ctx) {
+    const name = collectionName(ctx);
+    const query = optDocument(ctx, 'query') ?? {};
+    let limit = optNumber(ctx, 'limit') ?? 0;
+    limit = Math.abs(Math.trunc(limit));
+    const skip = optNonNegative(ctx, 'skip') ?? 0;
+    const hint = optHint(ctx);
+    const collation = optCollation(ctx);
+    if (ctx.cmd.skip !== undefined && (optNumber(ctx, 'skip') ?? 0) < 0) {
+      throw new CommandError('BadValue', 'skip value is negative in count query');
+    }
+    const catalog = ctx.node.catalog;
+    const view = catalog.getView(ctx.db, name);
+    if (view) {
+      const stages = [
+        { $match: query },
+        ...(skip ? [{ $skip: skip }] : []),
+        ...(limit ? [{ $limit: limit }] : []),
+      ];
+      let n = 0;
+      for (const _ of runOnView(ctx, view, stages, collation)) n++;
+      return { n, ok: 1 };
+    }
+    const coll = catalog.getCollection(ctx.db, name);
+    if (!coll) return { n: 0, ok: 1 };
+    if (Object.keys(query).length === 0 && hint === undefined) {
+      // Metadata count, as mongod answers an unfiltered count.
+      const n = Math.max(0, coll.count - skip);
+      return { n: limit ? Math.min(n, limit) : n, ok: 1 };
+    }
+    let n = 0;
+    for (const _ of executeQuery(coll, { filter: query, hint, collation, skip, limit }).records)
+      n++;
+    return { n, ok: 1 };
+  },
+};

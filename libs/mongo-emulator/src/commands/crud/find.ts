@@ -1,0 +1,90 @@
+import { Long, type Document } from 'bson';
+import { CommandError } from '../../errors';
+import { compileProjection } from '../../query/projection';
+import { queryDocuments } from '../../storage/query-exec';
+import type { CommandDefinition } from '../types';
+import {
+  collectionName,
+  optBool,
+  optCollation,
+  optDocument,
+  optHint,
+  optNonNegative,
+  optNumber,
+} from './args';
+import { cursorReply } from './cursor-reply';
+import { runOnView } from './pipeline';
+
+function* mapDocs(docs: Iterable<Document>, fn: (d: Document) => Document): Generator<Document> {
+  for (const d of docs) yield fn(d);
+}
+
+export const findCommand: CommandDefinition = {
+  name: 'find',
+  access: 'read',
+  async run(ctx) {
+    const name = collectionName(ctx);
+    const ns = `${ctx.db}.${name}`;
+    const filter = optDocument(ctx, 'filter') ?? {};
+    const projection = optDocument(ctx, 'projection');
+    const sort = optDocument(ctx, 'sort');
+    const skip = optNonNegative(ctx, 'skip');
+    let limit = optNumber(ctx, 'limit');
+    let batchSize = optNonNegative(ctx, 'batchSize');
+    let singleBatch = optBool(ctx, 'singleBatch') ?? false;
+    const hint = optHint(ctx);
+    const min = optDocument(ctx, 'min');
+    const max = optDocument(ctx, 'max');
+    const collation = optCollation(ctx);
+    const variables = optDocument(ctx, 'let');
+    optDocument(ctx, 'readConcern');
+    optBool(ctx, 'allowDiskUse');
+    if (limit !== undefined && limit < 0) {
+      // Legacy negative limit: one batch of at most |limit| documents.
+      limit = -limit;
+      singleBatch = true;
+    }
+    if (limit !== undefined) limit = Math.trunc(limit);
+    if (optBool(ctx, 'tailable')) {
+      throw new CommandError(
+        'BadValue',
+        'error processing query: tailable cursors are not supported by the emulator',
+      );
+    }
+    if (limit && batchSize && batchSize > limit) batchSize = limit;
+
+    const view = ctx.node.catalog.getView(ctx.db, name);
+    if (view) {
+      const stages: Document[] = [];
+      if (Object.keys(filter).length) stages.push({ $match: filter });
+      if (sort && Object.keys(sort).length) stages.push({ $sort: sort });
+      if (skip) stages.push({ $skip: skip });
+      if (limit) stages.push({ $limit: limit });
+      if (projection && Object.keys(projection).length) stages.push({ $project: projection });
+      const docs = runOnView(ctx, view, stages, collation);
+      return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize, singleBatch });
+    }
+
+    const coll = ctx.node.catalog.getCollection(ctx.db, name);
+    if (!coll) {
+      // mongod validates the hint only against an existing collection.
+      return { cursor: { firstBatch: [], id: Long.ZERO, ns }, ok: 1 };
+    }
+    let docs: Iterable<Document> = queryDocuments(coll, {
+      filter,
+      sort,
+      skip,
+      limit,
+      hint,
+      min,
+      max,
+      collation,
+      variables,
+    });
+    if (projection && Object.keys(projection).length)
+      docs = mapDocs(docs, compileProjection(projection));
+    const iterator = docs[Symbol.iterator]();
+    // Planning errors (bad hint, bad filter) surface while the first batch is read, failing the command.
+    return cursorReply(ctx, ns, iterator, { batchSize, singleBatch });
+  },
+};

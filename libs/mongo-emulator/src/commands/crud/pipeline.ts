@@ -1,0 +1,60 @@
+import type { Document } from 'bson';
+import { runPipeline } from '../../aggregate/pipeline';
+import type { ViewDefinition } from '../../storage/catalog';
+import { CatalogPipelineEnv } from '../../storage/pipeline-env';
+import type { CommandContext } from '../types';
+import { writeOptions } from './args';
+
+/** The PipelineEnv of a command: catalog-backed, with the command's `let` variables. */
+export function pipelineEnv(
+  ctx: CommandContext,
+  coll: string | undefined,
+  variables?: Record<string, unknown>,
+): CatalogPipelineEnv {
+  return new CatalogPipelineEnv(ctx.node.catalog, ctx.db, coll, variables, writeOptions(ctx));
+}
+
+/** `runPipeline` option of applyUpdate: runs an update pipeline over one document. */
+export function pipelineUpdateRunner(ctx: CommandContext, variables?: Record<string, unknown>) {
+  return (doc: Document, pipeline: Document[]): Document => {
+    const env = pipelineEnv(ctx, undefined, variables);
+    for (const out of runPipeline([doc], pipeline, env)) return out;
+    return {};
+  };
+}
+
+/**
+ * Resolves a view (and views over views) to its base collection and the full pipeline:
+ * the innermost view's stages first, then each outer view's, then `stages`.
+ */
+export function resolveView(
+  ctx: CommandContext,
+  view: ViewDefinition,
+  stages: Document[],
+): { base: string; pipeline: Document[]; collation?: Document } {
+  let pipeline = [...((view.options.pipeline as Document[]) ?? []), ...stages];
+  let base = view.options.viewOn as string;
+  const collation = view.options.collation as Document | undefined;
+  const seen = new Set([view.name]);
+  for (;;) {
+    const inner = ctx.node.catalog.getView(ctx.db, base);
+    if (!inner || seen.has(base)) break;
+    seen.add(base);
+    pipeline = [...((inner.options.pipeline as Document[]) ?? []), ...pipeline];
+    base = inner.options.viewOn as string;
+  }
+  return { base, pipeline, collation };
+}
+
+/** Runs `stages` on top of a view's pipeline over its base collection's documents. */
+export function runOnView(
+  ctx: CommandContext,
+  view: ViewDefinition,
+  stages: Document[],
+  _collation?: Document,
+  variables?: Record<string, unknown>,
+): Iterable<Document> {
+  const { base, pipeline } = resolveView(ctx, view, stages);
+  const env = pipelineEnv(ctx, view.name, variables);
+  return runPipeline(env.readCollection(ctx.db, base), pipeline, env);
+}

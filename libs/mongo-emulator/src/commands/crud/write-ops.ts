@@ -1,0 +1,153 @@
+import type { Document } from 'bson';
+import { isDocument } from '../../bson/paths';
+import { CommandError } from '../../errors';
+import { applyUpdate } from '../../query/update';
+import { computeUpdateDescription } from '../../query/update-description';
+import { upsertSeed } from '../../query/upsert';
+import {
+  prepareInsert,
+  type Collection,
+  type StoredRecord,
+  type WriteOptions,
+} from '../../storage/collection';
+import { executeQuery } from '../../storage/query-exec';
+import type { CommandContext } from '../types';
+import { pipelineUpdateRunner } from './pipeline';
+
+/** One update as the update command and findAndModify describe it. */
+export interface UpdateSpec {
+  q: Document;
+  u: Document | Document[];
+  upsert: boolean;
+  multi: boolean;
+  arrayFilters?: Document[];
+  hint?: string | Document;
+  collation?: Document;
+  sort?: Document;
+  variables?: Record<string, unknown>;
+}
+
+export interface UpdateOutcome {
+  n: number;
+  nModified: number;
+  upsertedId?: unknown;
+  /** Pre-image of the (last) matched document, for findAndModify. */
+  before?: Document;
+  /** Post-image of the (last) updated or upserted document. */
+  after?: Document;
+}
+
+/** True for a replacement document (no update operators). */
+export function isReplacement(u: Document | Document[]): boolean {
+  if (Array.isArray(u)) return false;
+  const keys = Object.keys(u);
+  return keys.length === 0 || !keys[0].startsWith('$');
+}
+
+/**
+ * The records a write targets. Matches are collected before any write so an update that moves
+ * a document within the scanned index never visits it twice.
+ */
+export function targetRecords(
+  coll: Collection,
+  q: Document,
+  opts: {
+    hint?: string | Document;
+    collation?: Document;
+    sort?: Document;
+    one: boolean;
+    variables?: Record<string, unknown>;
+  },
+): StoredRecord[] {
+  const { records } = executeQuery(coll, {
+    filter: q,
+    hint: opts.hint,
+    collation: opts.collation,
+    sort: opts.sort,
+    limit: opts.one ? 1 : undefined,
+    variables: opts.variables,
+  });
+  return [...records];
+}
+
+/** Applies one update spec; throws CommandError for per-statement failures. */
+export function performUpdate(
+  ctx: CommandContext,
+  coll: Collection,
+  spec: UpdateSpec,
+  wopts: WriteOptions,
+): UpdateOutcome {
+  if (spec.multi && isReplacement(spec.u)) {
+    throw new CommandError(
+      'FailedToParse',
+      'multi update is not supported for replacement-style update',
+    );
+  }
+  const runPipeline = pipelineUpdateRunner(ctx, spec.variables);
+  const targets = targetRecords(coll, spec.q, { ...spec, one: !spec.multi });
+  const outcome: UpdateOutcome = { n: 0, nModified: 0 };
+  const replacement = isReplacement(spec.u);
+  for (const target of targets) {
+    const rec = coll.record(target.rid);
+    if (!rec) continue;
+    outcome.n++;
+    const before = rec.doc;
+    const { doc: after, changed } = applyUpdate(before, spec.u, {
+      arrayFilters: spec.arrayFilters,
+      query: spec.q,
+      runPipeline,
+    });
+    outcome.before = before;
+    outcome.after = before;
+    if (!changed) continue;
+    const description = replacement ? undefined : computeUpdateDescription(before, after);
+    const stored = coll.replace(rec, after, replacement ? 'replace' : 'update', description, wopts);
+    outcome.after = stored.doc;
+    outcome.nModified++;
+  }
+  if (outcome.n === 0 && spec.upsert) {
+    const seed = upsertSeed(spec.q);
+    const { doc } = applyUpdate(seed, spec.u, {
+      isUpsert: true,
+      arrayFilters: spec.arrayFilters,
+      query: spec.q,
+      runPipeline,
+    });
+    const toInsert = prepareInsert(doc);
+    const stored = coll.insert(toInsert, wopts);
+    outcome.upsertedId = stored.doc._id;
+    outcome.after = stored.doc;
+  }
+  return outcome;
+}
+
+/** Validates and normalises one update statement of the update command. */
+export function parseUpdateStatement(stmt: unknown, i: number): UpdateSpec {
+  if (!isDocument(stmt)) {
+    throw new CommandError(
+      'TypeMismatch',
+      `BSON field 'update.updates.${i}' is the wrong type, expected type 'object'`,
+    );
+  }
+  const q = stmt.q;
+  if (!isDocument(q)) {
+    throw new CommandError(
+      'TypeMismatch',
+      `BSON field 'update.updates.q' is the wrong type, expected type 'object'`,
+    );
+  }
+  const u = stmt.u;
+  if (!isDocument(u) && !Array.isArray(u)) {
+    throw new CommandError('FailedToParse', 'Update argument must be either an object or an array');
+  }
+  return {
+    q,
+    u: u as Document | Document[],
+    upsert: stmt.upsert === true,
+    multi: stmt.multi === true,
+    arrayFilters: stmt.arrayFilters as Document[] | undefined,
+    hint: stmt.hint as string | Document | undefined,
+    collation: stmt.collation as Document | undefined,
+    variables: stmt.c as Record<string, unknown> | undefined,
+  };
+}

@@ -1,0 +1,25 @@
+import { CommandError } from '../../errors';
+import { collectionName, optDocument, optNonNegative } from '../crud/args';
+import { cursorReply } from '../crud/cursor-reply';
+import type { CommandDefinition } from '../types';
+
+export const listIndexesCommand: CommandDefinition = {
+  name: 'listIndexes',
+  access: 'read',
+  run(ctx) {
+    const name = collectionName(ctx);
+    const cursorOpts = optDocument(ctx, 'cursor') ?? {};
+    const batchSize = optNonNegative(ctx, 'batchSize', cursorOpts, 'listIndexes.cursor');
+    const catalog = ctx.node.catalog;
+    if (catalog.getView(ctx.db, name)) {
+      throw new CommandError(
+        'CommandNotSupportedOnView',
+        `Namespace ${ctx.db}.${name} is a view, not a collection`,
+      );
+    }
+    const coll = catalog.getCollection(ctx.db, name);
+    if (!coll) throw new CommandError('NamespaceNotFound', `ns does not exist: ${ctx.db}.${name}`);
+    const specs = coll.indexes.map((i) => ({ ...i.spec }));
+    return cursorReply(ctx, `${ctx.db}.${name}`, specs[Symbol.iterator](), { batchSize });
+  },
+};
