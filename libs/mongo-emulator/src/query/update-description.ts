@@ -16,11 +16,9 @@ import { identical } from './update-fields';
  * the whole value is reported; an array that shrank reports its new size in
  * truncatedArrays plus any changed surviving elements as "arr.<i>".
  *
- * Divergence: mongod computes this diff only for pipeline updates. For modifier updates it
- * logs what each modifier touched, so `{$set: {a: {x: 1}}}` reports `a` whole even when
- * only `a.x` changed, and $pull/$pop/$push with $sort/$position/$slice report the whole
- * array instead of element paths and truncatedArrays. Appends ($push/$addToSet) and
- * $set/$unset/$inc of dotted paths produce the same result either way.
+ * Use it for pipeline updates only: mongod computes this diff only there. For modifier
+ * updates it logs what each modifier touched (update/v2_log_builder.cpp), which
+ * applyUpdate() returns as `result.description` (see update-log.ts).
  */
 export function computeUpdateDescription(before: Document, after: Document): UpdateDescription {
   const diff = docDiff(before, after, true)!;

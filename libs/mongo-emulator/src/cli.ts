@@ -1,0 +1,135 @@
+/**
+ * Command-line launcher:
+ *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--user name:password:role[,role...]]...
+ * Prints one JSON line `{"uri": ...}` once listening and runs until SIGINT/SIGTERM.
+ * Exit codes: 0 on a signal-initiated shutdown, 2 on bad arguments, 1 on startup failure.
+ */
+import { startReplicaSet, type ReplicaSetOptions } from './index';
+import type { UserSpec } from './auth/user-registry';
+import { BUILTIN_ROLES } from './auth/roles';
+
+export class UsageError extends Error {}
+
+export interface CliOptions {
+  topology: 'replset';
+  replSet: ReplicaSetOptions;
+}
+
+const USAGE =
+  'usage: emulator --topology replset [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]...';
+
+function parseInteger(flag: string, value: string, min: number, max: number): number {
+  if (!/^\d+$/.test(value)) throw new UsageError(`${flag} expects an integer, got '${value}'`);
+  const n = Number(value);
+  if (n < min || n > max)
+    throw new UsageError(`${flag} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/** `name:password:role[,role...]`; the password may itself contain ':' (the last ':' separates roles). */
+export function parseUser(value: string): UserSpec {
+  const first = value.indexOf(':');
+  const last = value.lastIndexOf(':');
+  if (first <= 0 || last === first)
+    throw new UsageError(`--user expects <name>:<password>:<role>[,<role>...], got '${value}'`);
+  const user = value.slice(0, first);
+  const password = value.slice(first + 1, last);
+  const roles = value
+    .slice(last + 1)
+    .split(',')
+    .filter(Boolean);
+  if (!password) throw new UsageError(`--user ${user}: empty password`);
+  if (!roles.length) throw new UsageError(`--user ${user}: at least one role is required`);
+  for (const role of roles) {
+    if (!BUILTIN_ROLES.has(role.split('@')[0]))
+      throw new UsageError(`--user ${user}: unknown role '${role}'`);
+  }
+  return { user, password, roles };
+}
+
+export function parseArgs(argv: string[]): CliOptions {
+  let topology: string | undefined;
+  const replSet: ReplicaSetOptions = {};
+  const users: UserSpec[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const eq = arg.indexOf('=');
+    const flag = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = arg.startsWith('--') && eq > 0 ? arg.slice(eq + 1) : undefined;
+    const value = (): string => {
+      if (inline !== undefined) return inline;
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--'))
+        throw new UsageError(`${flag} requires a value`);
+      i += 1;
+      return next;
+    };
+    switch (flag) {
+      case '--topology':
+        topology = value();
+        break;
+      case '--name': {
+        const name = value();
+        if (!/^[A-Za-z0-9_-]+$/.test(name))
+          throw new UsageError(`--name must be letters, digits, '-' or '_', got '${name}'`);
+        replSet.name = name;
+        break;
+      }
+      case '--port':
+        replSet.port = parseInteger('--port', value(), 0, 65535);
+        break;
+      case '--history':
+        replSet.historySize = parseInteger('--history', value(), 1, Number.MAX_SAFE_INTEGER);
+        break;
+      case '--user':
+        users.push(parseUser(value()));
+        break;
+      default:
+        throw new UsageError(`unknown argument '${arg}'`);
+    }
+  }
+  if (topology === undefined) throw new UsageError('--topology is required');
+  if (topology !== 'replset') {
+    throw new UsageError(
+      `unsupported topology '${topology}': only 'replset' is available (sharded is not implemented yet)`,
+    );
+  }
+  if (users.length) replSet.users = users;
+  return { topology: 'replset', replSet };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let options: CliOptions;
+  try {
+    options = parseArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`emulator: ${err.message}. ${USAGE}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  let rs;
+  try {
+    rs = await startReplicaSet(options.replSet);
+  } catch (err) {
+    process.stderr.write(`emulator: cannot start: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`${JSON.stringify({ uri: rs.uri })}\n`);
+  let stopping = false;
+  const shutdown = () => {
+    if (stopping) return;
+    stopping = true;
+    rs.stop().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2));
+}

@@ -1,0 +1,119 @@
+import { Binary, type Document } from 'bson';
+import { randomUUID } from 'node:crypto';
+import { CommandError } from '../../errors';
+import type { CommandContext, CommandDefinition } from '../types';
+import { lsidKey, LOGICAL_SESSION_TIMEOUT_MINUTES } from '../../server/sessions';
+import { parseFailPointMode } from '../../server/fail-points';
+import { optionalArray, optionalDocument, requiredBool, wrongType } from '../../server/values';
+
+/** lsids listed by endSessions / killSessions / refreshSessions. */
+function sessionKeys(ctx: CommandContext, field: string): string[] {
+  const list = optionalArray(ctx.cmd, field, field) ?? [];
+  return list.map((entry, i) => {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry))
+      throw wrongType(`${field}.${i}`, entry, 'object');
+    return lsidKey(entry as Document);
+  });
+}
+
+function endSessions(ctx: CommandContext, keys: string[]): void {
+  ctx.node.cursors.killForSessions(new Set(keys));
+  ctx.node.sessions.end(keys);
+}
+
+export const controlCommands: CommandDefinition[] = [
+  {
+    name: 'setUserWriteBlockMode',
+    access: 'admin',
+    adminOnly: true,
+    run(ctx) {
+      ctx.node.userWriteBlocking = requiredBool(ctx.cmd, 'global', 'setUserWriteBlockMode');
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'appendOplogNote',
+    access: 'admin',
+    adminOnly: true,
+    run(ctx) {
+      const data = optionalDocument(ctx.cmd, 'data', 'appendOplogNote');
+      if (!data) throw new CommandError('NoSuchKey', "appendOplogNote must have a 'data' field");
+      ctx.node.oplog.append({ op: 'noop', db: '', o: data });
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'configureFailPoint',
+    access: 'authenticated',
+    adminOnly: true,
+    run(ctx) {
+      const name = ctx.cmd.configureFailPoint;
+      if (typeof name !== 'string' || !name) throw wrongType('configureFailPoint', name, 'string');
+      if (ctx.cmd.mode === undefined) throw new CommandError('BadValue', "Missing 'mode' field");
+      const mode = parseFailPointMode(ctx.cmd.mode);
+      const data = optionalDocument(ctx.cmd, 'data', 'configureFailPoint') ?? {};
+      const count = ctx.node.failPoints.configure(name, mode, data);
+      return { count, ok: 1 };
+    },
+  },
+  {
+    name: 'endSessions',
+    access: 'authenticated',
+    run(ctx) {
+      endSessions(ctx, sessionKeys(ctx, 'endSessions'));
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'killSessions',
+    access: 'authenticated',
+    run(ctx) {
+      const keys = sessionKeys(ctx, 'killSessions');
+      // An empty list kills every session (mongod: all sessions the user may kill).
+      endSessions(ctx, keys.length ? keys : ctx.node.sessions.allKeys());
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'killAllSessions',
+    access: 'admin',
+    run(ctx) {
+      endSessions(ctx, ctx.node.sessions.allKeys());
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'refreshSessions',
+    access: 'authenticated',
+    run(ctx) {
+      const list = optionalArray(ctx.cmd, 'refreshSessions', 'refreshSessions') ?? [];
+      for (const entry of list) {
+        if (entry && typeof entry === 'object') ctx.node.sessions.touch(entry as Document);
+      }
+      return { ok: 1 };
+    },
+  },
+  {
+    name: 'startSession',
+    access: 'authenticated',
+    run(ctx) {
+      const id = new Binary(
+        Buffer.from(randomUUID().replace(/-/g, ''), 'hex'),
+        Binary.SUBTYPE_UUID,
+      );
+      ctx.node.sessions.touch({ id });
+      return { id: { id }, timeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES, ok: 1 };
+    },
+  },
+  ...['commitTransaction', 'abortTransaction'].map((name): CommandDefinition => ({
+    name,
+    access: 'authenticated',
+    adminOnly: true,
+    run() {
+      throw new CommandError(
+        'NoSuchTransaction',
+        'Multi-document transactions are not supported by the MongoDB emulator',
+      );
+    },
+  })),
+];

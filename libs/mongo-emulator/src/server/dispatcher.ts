@@ -1,0 +1,323 @@
+import { Binary, Double, Long, type Document } from 'bson';
+import { CommandError, ErrorCodes } from '../errors';
+import type {
+  CommandContext,
+  CommandDefinition,
+  CommandSession,
+  ConnectionContext,
+} from '../commands/types';
+import type { ReplicaSetNode } from '../node/replica-set-node';
+import {
+  isAuthorized,
+  mayBypassWriteBlocking,
+  requiredPrivileges,
+  targetDatabases,
+} from './authorization';
+import { CloseConnection, type CommandExecutor } from './executor';
+import { serverStatsOf, type ServerStats } from './stats';
+import { asNumber, bsonTypeName } from './values';
+
+/**
+ * Error codes for which mongod labels a failed retryable write `RetryableWriteError`
+ * (retryable writes spec, "Determining Retryable Errors").
+ */
+export const RETRYABLE_WRITE_CODES: ReadonlySet<number> = new Set([
+  6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436,
+]);
+
+/** Databases that write blocking never applies to (mongod: NamespaceString::isOnInternalDb). */
+const INTERNAL_DBS = new Set(['admin', 'config', 'local']);
+
+const ZERO_SIGNATURE_HASH = new Binary(Buffer.alloc(20), 0);
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Short rendering of a command for "not authorized ... to execute command { ... }" messages. */
+function describeCommand(cmd: Document): string {
+  const parts = Object.entries(cmd)
+    .filter(
+      ([k]) =>
+        k !== 'lsid' &&
+        k !== '$clusterTime' &&
+        k !== 'documents' &&
+        k !== 'updates' &&
+        k !== 'deletes',
+    )
+    .slice(0, 6)
+    .map(
+      ([k, v]) =>
+        `${k}: ${typeof v === 'string' ? JSON.stringify(v) : typeof v === 'object' && v !== null ? '{...}' : String(asNumber(v) ?? v)}`,
+    );
+  return `{ ${parts.join(', ')} }`;
+}
+
+interface FailCommandOutcome {
+  /** failCommand's writeConcernError, appended to the reply after the command ran. */
+  writeConcernError?: Document;
+  /** Explicit errorLabels from the fail point data (suppresses automatic labels). */
+  errorLabels?: string[];
+}
+
+/** Executes commands against one replica-set member. */
+export class NodeCommandExecutor implements CommandExecutor {
+  readonly stats: ServerStats;
+
+  constructor(readonly node: ReplicaSetNode) {
+    this.stats = serverStatsOf(node);
+  }
+
+  async execute(body: Document, conn: ConnectionContext): Promise<Document> {
+    const state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] } =
+      {};
+    let reply: Document;
+    try {
+      reply = await this.run(body, conn, state);
+    } catch (err) {
+      if (err instanceof CloseConnection) throw err;
+      reply = this.errorReply(err, state);
+    }
+    return this.withClusterTime(reply);
+  }
+
+  connectionClosed(conn: ConnectionContext): void {
+    conn.sasl.clear();
+  }
+
+  private errorReply(
+    err: unknown,
+    state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] },
+  ): Document {
+    let reply: Document;
+    if (err instanceof CommandError) {
+      reply = err.toReply();
+    } else {
+      // Never let a bug crash the server: report it like mongod reports an internal error.
+      const message = err instanceof Error ? err.message : String(err);
+      if (process.env.MONGO_EMULATOR_DEBUG) console.error('[mongo-emulator] internal error', err);
+      reply = {
+        ok: 0,
+        errmsg: `internal error: ${message}`,
+        code: ErrorCodes.InternalError,
+        codeName: 'InternalError',
+      };
+    }
+    if (state.explicitLabels) {
+      if (state.explicitLabels.length) reply.errorLabels = [...state.explicitLabels];
+      else delete reply.errorLabels;
+    } else if (this.isRetryableWrite(state) && RETRYABLE_WRITE_CODES.has(reply.code as number)) {
+      const labels = new Set<string>((reply.errorLabels as string[] | undefined) ?? []);
+      labels.add('RetryableWriteError');
+      reply.errorLabels = [...labels];
+    }
+    return reply;
+  }
+
+  private isRetryableWrite(state: { def?: CommandDefinition; session?: CommandSession }): boolean {
+    return !!state.def?.retryableWrite && state.session?.txnNumber !== undefined;
+  }
+
+  /** `$clusterTime` and `operationTime` go on every reply, errors included, like a replica-set member. */
+  private withClusterTime(reply: Document): Document {
+    const now = this.node.clock.current();
+    // mongod sends `ok` as a double.
+    if (reply.ok === undefined) reply.ok = new Double(1);
+    else if (typeof reply.ok === 'number') reply.ok = new Double(reply.ok);
+    reply.$clusterTime = {
+      clusterTime: now,
+      signature: { hash: ZERO_SIGNATURE_HASH, keyId: Long.ZERO },
+    };
+    reply.operationTime = now;
+    return reply;
+  }
+
+  private async run(
+    body: Document,
+    conn: ConnectionContext,
+    state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] },
+  ): Promise<Document> {
+    const node = this.node;
+    const requestedName = Object.keys(body)[0];
+    if (requestedName === undefined)
+      throw new CommandError('CommandNotFound', "no such command: ''");
+    const def = node.commands.get(requestedName);
+    if (!def) throw new CommandError('CommandNotFound', `no such command: '${requestedName}'`);
+    state.def = def;
+
+    const db = body.$db;
+    if (db === undefined)
+      throw new CommandError(40571 as number, 'OP_MSG requests require a $db argument');
+    if (typeof db !== 'string') {
+      throw new CommandError(
+        'TypeMismatch',
+        `BSON field '$db' is the wrong type '${bsonTypeName(db)}', expected type 'string'`,
+      );
+    }
+    if (db === '' || /[/\\. "$\0]/.test(db))
+      throw new CommandError('InvalidNamespace', `Invalid database name: '${db}'`);
+    this.stats.countCommand(def.name);
+
+    const session = this.parseSession(body);
+    state.session = session;
+
+    // Authentication, then authorization (mongod: checkAuthentication / checkAuthorization).
+    if (node.authEnabled && def.access !== 'none') {
+      if (conn.users.length === 0) {
+        throw new CommandError('Unauthorized', `Command ${def.name} requires authentication`);
+      }
+      if (!isAuthorized(conn.users, requiredPrivileges(def, db, body))) {
+        throw new CommandError(
+          'Unauthorized',
+          `not authorized on ${db} to execute command ${describeCommand(body)}`,
+        );
+      }
+    }
+    if (def.adminOnly && db !== 'admin') {
+      throw new CommandError(
+        'Unauthorized',
+        `${def.name} may only be run against the admin database.`,
+      );
+    }
+
+    const failOutcome = await this.evaluateFailCommand(requestedName, def, conn, state);
+
+    if (body.startTransaction !== undefined || body.autocommit !== undefined) {
+      throw new CommandError(
+        'OperationNotSupportedInTransaction',
+        'Multi-document transactions are not supported by the MongoDB emulator',
+      );
+    }
+
+    // Write blocking: mongod refuses user writes unless the client may bypass. With access
+    // control disabled every client has all privileges, so every client bypasses.
+    if (node.userWriteBlocking && def.userWrite) {
+      const userDbs = targetDatabases(def, db, body).filter((d) => !INTERNAL_DBS.has(d));
+      const bypass = !node.authEnabled || mayBypassWriteBlocking(conn.users);
+      if (userDbs.length && !bypass)
+        throw new CommandError('UserWritesBlocked', 'User writes blocked');
+    }
+
+    const ctx: CommandContext = { node, conn, db, cmd: body, name: def.name, session };
+    let reply: Document;
+    if (def.retryableWrite && session?.txnNumber !== undefined) {
+      reply = await this.runRetryable(def, ctx, session);
+    } else {
+      reply = { ...(await def.run(ctx)) };
+    }
+    return this.applyWriteConcernFailure(reply, failOutcome, state);
+  }
+
+  private async runRetryable(
+    def: CommandDefinition,
+    ctx: CommandContext,
+    session: CommandSession,
+  ): Promise<Document> {
+    const check = this.node.sessions.checkRetryableWrite(session.key, session.txnNumber!);
+    if (check.kind === 'replay') return { ...(await check.reply) };
+    let reply: Document;
+    try {
+      reply = { ...(await def.run(ctx)) };
+    } catch (err) {
+      check.abandon();
+      throw err;
+    }
+    if (asNumber(reply.ok) === 0) check.abandon();
+    else check.record({ ...reply });
+    return reply;
+  }
+
+  private parseSession(body: Document): CommandSession | undefined {
+    const lsid = body.lsid;
+    const txnNumber = body.txnNumber;
+    if (txnNumber !== undefined && !(txnNumber instanceof Long)) {
+      throw new CommandError(
+        'TypeMismatch',
+        `BSON field 'OperationSessionInfo.txnNumber' is the wrong type '${bsonTypeName(txnNumber)}', expected type 'long'`,
+      );
+    }
+    if (lsid === undefined) {
+      if (txnNumber !== undefined) {
+        throw new CommandError(
+          'InvalidOptions',
+          'Transaction number requires a session ID to also be specified',
+        );
+      }
+      return undefined;
+    }
+    if (lsid === null || typeof lsid !== 'object' || Array.isArray(lsid)) {
+      throw new CommandError(
+        'TypeMismatch',
+        `BSON field 'OperationSessionInfo.lsid' is the wrong type '${bsonTypeName(lsid)}', expected type 'object'`,
+      );
+    }
+    const key = this.node.sessions.touch(lsid as Document);
+    return { key, lsid: lsid as Document, ...(txnNumber !== undefined ? { txnNumber } : {}) };
+  }
+
+  /**
+   * mongod's `failCommand` fail point: evaluated before the command runs, for commands named
+   * in `failCommands` (and from `appName` when given). Order: blockConnection, closeConnection,
+   * errorCode; a writeConcernError lets the command run and is appended to its reply.
+   */
+  private async evaluateFailCommand(
+    requestedName: string,
+    def: CommandDefinition,
+    conn: ConnectionContext,
+    state: { explicitLabels?: string[] },
+  ): Promise<FailCommandOutcome> {
+    const data = this.node.failPoints.evaluate('failCommand', (d) => {
+      const names = Array.isArray(d.failCommands) ? d.failCommands : [];
+      if (!names.includes(requestedName) && !names.includes(def.name)) return false;
+      if (typeof d.appName === 'string' && d.appName !== conn.appName) return false;
+      return true;
+    });
+    if (!data) return {};
+    const explicitLabels = Array.isArray(data.errorLabels)
+      ? data.errorLabels.map(String)
+      : undefined;
+    if (data.blockConnection === true) {
+      const ms = asNumber(data.blockTimeMS) ?? 0;
+      await sleep(ms, conn.closed);
+    }
+    if (data.closeConnection === true) throw new CloseConnection('failCommand closeConnection');
+    const errorCode = asNumber(data.errorCode);
+    if (errorCode !== undefined) {
+      state.explicitLabels = explicitLabels;
+      throw new CommandError(errorCode, "Failing command via 'failCommand' failpoint");
+    }
+    if (data.writeConcernError && typeof data.writeConcernError === 'object') {
+      return { writeConcernError: data.writeConcernError as Document, errorLabels: explicitLabels };
+    }
+    return {};
+  }
+
+  private applyWriteConcernFailure(
+    reply: Document,
+    outcome: FailCommandOutcome,
+    state: { def?: CommandDefinition; session?: CommandSession },
+  ): Document {
+    if (!outcome.writeConcernError || asNumber(reply.ok) === 0) return reply;
+    reply.writeConcernError = outcome.writeConcernError;
+    const code = asNumber(outcome.writeConcernError.code);
+    if (outcome.errorLabels) {
+      if (outcome.errorLabels.length) reply.errorLabels = outcome.errorLabels;
+    } else if (
+      this.isRetryableWrite(state) &&
+      code !== undefined &&
+      RETRYABLE_WRITE_CODES.has(code)
+    ) {
+      reply.errorLabels = ['RetryableWriteError'];
+    }
+    return reply;
+  }
+}
