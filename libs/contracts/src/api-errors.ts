@@ -1,13 +1,111 @@
 /**
  * Every error name the API can return, with its HTTP status and meaning.
- * The README's error table is generated from this list (keep them in step).
+ * The README's error table is generated from this list by `renderApiErrorTable()` and a unit
+ * test keeps the two in step, so a new name here fails the build until the README shows it.
+ *
+ * Statuses: 400 the request itself is wrong (retrying the same request never helps), 409 the
+ * request is fine but the sync is in the wrong state for it, 503 the instance is not ready yet
+ * (retrying is safe), 500 the sync failed or something unexpected happened, and the transport
+ * errors 404 / 413 / 415.
  */
 export const API_ERRORS = {
-  InvalidRequest: { httpStatus: 400, description: 'The request body is not valid.' },
+  // Transport: the request never reached validation.
+  NotFound: { httpStatus: 404, description: 'No such endpoint; the API lives under /api/v1.' },
+  MalformedJson: { httpStatus: 400, description: 'The request body is not valid JSON.' },
+  UnsupportedMediaType: {
+    httpStatus: 415,
+    description: 'POST bodies must be JSON sent with Content-Type: application/json.',
+  },
+  PayloadTooLarge: { httpStatus: 413, description: 'The request body exceeds the 1 MiB limit.' },
+
+  // The start body and its rules (SEED-API.md §2.1–2.3, §4.1, SPEC.md §3).
+  InvalidRequest: {
+    httpStatus: 400,
+    description:
+      'The request body has a missing or unknown field, a wrong type or an invalid value; the description names the field.',
+  },
+  UnknownCluster: {
+    httpStatus: 400,
+    description: 'source or destination names a cluster that was not configured at launch.',
+  },
+  SameSourceAndDestination: {
+    httpStatus: 400,
+    description: 'source and destination must be different clusters.',
+  },
+  NeverWithReversible: {
+    httpStatus: 400,
+    description: 'buildIndexes "never" cannot be combined with reversible: true.',
+  },
+  ReversibleRequiresWriteBlocking: {
+    httpStatus: 400,
+    description: 'reversible: true requires enableUserWriteBlocking: true.',
+  },
+  ShardingRequiredForReplicaSetToSharded: {
+    httpStatus: 400,
+    description: 'A replica set to sharded cluster sync requires the sharding option.',
+  },
+  ShardingNotAllowed: {
+    httpStatus: 400,
+    description: 'The sharding option is only allowed for a replica set to sharded cluster sync.',
+  },
+  UnsupportedTopology: {
+    httpStatus: 400,
+    description: 'A sharded cluster cannot be synced to a replica set.',
+  },
+  ReversibleUnsupportedReplicaSetToSharded: {
+    httpStatus: 400,
+    description: 'A replica set to sharded cluster sync cannot be reversible.',
+  },
+  ReversibleUnsupportedShardCountMismatch: {
+    httpStatus: 400,
+    description:
+      'A sync between sharded clusters with different shard counts cannot be reversible.',
+  },
+
+  // Wrong state for the operation.
   NotIdle: { httpStatus: 409, description: 'start is only allowed while the sync is IDLE.' },
-  InvalidState: { httpStatus: 409, description: 'The operation is not allowed in the current state.' },
+  InvalidState: {
+    httpStatus: 409,
+    description:
+      'The operation is not available in the current state; the description names the operation and the state.',
+  },
+  CommitNotReady: {
+    httpStatus: 409,
+    description:
+      'commit is only allowed once canCommit is true (copy done, change events applied).',
+  },
+  ReverseNotAllowed: {
+    httpStatus: 409,
+    description:
+      'reverse is only allowed for a committed sync that was started with reversible: true.',
+  },
+  JobClusterMismatch: {
+    httpStatus: 409,
+    description:
+      'The persisted sync was started against different clusters; this instance refuses to resume it.',
+  },
+
+  // Not ready yet: retrying is safe.
   NotReady: { httpStatus: 503, description: 'The instance is still initializing; retry shortly.' },
+
+  // The sync or the server failed.
+  HistoryLost: {
+    httpStatus: 500,
+    description:
+      'The source no longer holds the change history the sync needs (oplog rolled over); restart the sync from the beginning.',
+  },
   InternalError: { httpStatus: 500, description: 'An unexpected internal error occurred.' },
+  // Appended by the engine owner (copy phase).
+  DestinationNotEmpty: {
+    httpStatus: 409,
+    description:
+      'The destination already holds collections or views in the namespaces selected for sync; drop them or change the filter.',
+  },
 } as const satisfies Record<string, { httpStatus: number; description: string }>;
 
 export type ApiErrorName = keyof typeof API_ERRORS;
+
+/** Retrying the very same request can succeed only for these (the state may move on). */
+export function isRetryableApiError(name: ApiErrorName): boolean {
+  return API_ERRORS[name].httpStatus === 503;
+}

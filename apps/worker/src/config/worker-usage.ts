@@ -1,0 +1,20 @@
+import { DEFAULT_HOST, DEFAULT_PORT } from './worker-options.dto';
+
+export const WORKER_USAGE = `Usage: worker --cluster0 <uri> --cluster1 <uri> [options]
+
+Runs one sync instance and serves its API at http://<host>:<port>/api/v1.
+
+Options:
+  --cluster0 <uri>     connection string of the cluster named "cluster0" (mongodb:// or mongodb+srv://)
+  --cluster1 <uri>     connection string of the cluster named "cluster1"
+  --config <file>      YAML file with any of the keys below (cluster0, cluster1, port, host, id,
+                       logPath, verbosity); command-line flags override it
+  --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
+  --host <addr>        API address (default ${DEFAULT_HOST}; the API has no authentication)
+  --id <shardId>       id of this instance when one runs per source shard
+  --logPath <file>     also append JSON log lines to this file
+  --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC
+  --help               print this help
+
+Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a fatal error, 2 on invalid options.
+`;

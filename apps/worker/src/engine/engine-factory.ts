@@ -1,0 +1,15 @@
+import type { EngineLogger, SyncEngine } from '@sync/engine';
+
+/**
+ * How the worker obtains its engine: `createSyncEngine` from @sync/mongo in production, a fake in
+ * tests. `onFatal` lets an engine that fails in the background stop the process (mongosync has
+ * no error state: a fatal error is logged and the process exits; a restart resumes).
+ */
+export interface EngineFactoryOptions {
+  clusters: Record<string, string>;
+  id?: string;
+  logger: EngineLogger;
+  onFatal?: (error: Error) => void;
+}
+
+export type EngineFactory = (options: EngineFactoryOptions) => Promise<SyncEngine>;

@@ -1,0 +1,23 @@
+import type { ApiErrorName, Progress } from '@sync/contracts';
+
+/** Response bodies of the API (SEED-API.md §2.4–2.6). */
+export interface SuccessBody {
+  success: true;
+}
+
+export interface ProgressBody {
+  success: true;
+  progress: Progress;
+}
+
+export interface FailureBody {
+  success: false;
+  error: ApiErrorName;
+  errorDescription: string;
+}
+
+export const SUCCESS: SuccessBody = Object.freeze({ success: true });
+
+export function failureBody(error: ApiErrorName, errorDescription: string): FailureBody {
+  return { success: false, error, errorDescription };
+}

@@ -1,0 +1,63 @@
+import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
+import { applyProgressRules, validateEmptyRequest, validateStartRequest } from '@sync/contracts';
+import { EngineHolder } from '../engine/engine-holder';
+import { CLUSTER_NAMES } from '../engine/engine.tokens';
+import { SUCCESS, type ProgressBody, type SuccessBody } from './api-envelope';
+
+/**
+ * `/api/v1`: validate the body, call the engine, answer the envelope. State rules live behind the
+ * engine facade; every failure is an ApiError rendered by ApiExceptionFilter, and a request that
+ * fails validation never reaches the engine, so it changes nothing.
+ */
+@Controller()
+export class SyncController {
+  constructor(
+    private readonly engines: EngineHolder,
+    @Inject(CLUSTER_NAMES) private readonly clusterNames: readonly string[],
+  ) {}
+
+  @Post('start')
+  @HttpCode(200)
+  async start(@Body() body: unknown): Promise<SuccessBody> {
+    const request = validateStartRequest(body, { clusterNames: this.clusterNames });
+    await this.engines.current().start(request);
+    return SUCCESS;
+  }
+
+  @Get('progress')
+  progress(): ProgressBody {
+    return { success: true, progress: applyProgressRules(this.engines.current().progress()) };
+  }
+
+  @Post('pause')
+  @HttpCode(200)
+  async pause(@Body() body: unknown): Promise<SuccessBody> {
+    validateEmptyRequest(body, 'pause');
+    await this.engines.current().pause();
+    return SUCCESS;
+  }
+
+  @Post('resume')
+  @HttpCode(200)
+  async resume(@Body() body: unknown): Promise<SuccessBody> {
+    validateEmptyRequest(body, 'resume');
+    await this.engines.current().resume();
+    return SUCCESS;
+  }
+
+  @Post('commit')
+  @HttpCode(200)
+  async commit(@Body() body: unknown): Promise<SuccessBody> {
+    validateEmptyRequest(body, 'commit');
+    await this.engines.current().commit();
+    return SUCCESS;
+  }
+
+  @Post('reverse')
+  @HttpCode(200)
+  async reverse(@Body() body: unknown): Promise<SuccessBody> {
+    validateEmptyRequest(body, 'reverse');
+    await this.engines.current().reverse();
+    return SUCCESS;
+  }
+}

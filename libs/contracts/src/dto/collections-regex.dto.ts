@@ -1,0 +1,22 @@
+import { IsDefined, IsString } from 'class-validator';
+import {
+  IsCompilableRegex,
+  IsOptionalNotNull,
+  IsRegexOptions,
+} from '../validation/mongo-validators';
+
+/**
+ * `includeNamespaces[].collectionsRegex` (SEED-API.md §2.2).
+ * Decorators run bottom-up: type checks are last in the source so they run first (see README).
+ */
+export class CollectionsRegexDto {
+  @IsCompilableRegex()
+  @IsString({ message: 'must be a string' })
+  @IsDefined({ message: 'is required' })
+  pattern!: string;
+
+  @IsRegexOptions()
+  @IsString({ message: 'must be a string of option letters' })
+  @IsOptionalNotNull()
+  options?: string;
+}
