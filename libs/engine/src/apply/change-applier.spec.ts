@@ -1,0 +1,222 @@
+import { ChangeApplier, type ChangeApplierOptions } from './change-applier';
+import { HistoryLostError } from './errors';
+import type { DdlNotice } from './ports';
+import {
+  batch,
+  crud,
+  ddlEvent,
+  FakeCheckpoints,
+  FakeFeed,
+  FakeLookup,
+  FakeWriter,
+  historyLost,
+  tokenAt,
+  ts,
+} from './testing-fakes.spec-helper';
+
+function setup(feed: FakeFeed, extra: Partial<ChangeApplierOptions> = {}) {
+  const writer = new FakeWriter();
+  const checkpoints = new FakeCheckpoints();
+  const lookup = new FakeLookup();
+  const notices: DdlNotice[] = [];
+  const applier = new ChangeApplier({
+    feed,
+    writer,
+    lookup,
+    checkpoints,
+    selected: () => true,
+    startAtOperationTime: ts(100),
+    lanes: 4,
+    checkpointIntervalMs: 0,
+    listener: { onDdl: async (n) => void notices.push(n) },
+    ...extra,
+  });
+  return { applier, writer, checkpoints, lookup, notices };
+}
+
+async function runUntil(applier: ChangeApplier, done: () => boolean, timeoutMs = 3000) {
+  const ctrl = new AbortController();
+  const running = applier.run(ctrl.signal);
+  const started = Date.now();
+  while (!done()) {
+    if (Date.now() - started > timeoutMs) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  ctrl.abort();
+  await running;
+}
+
+describe('ChangeApplier', () => {
+  it('starts at T0, applies each document in event order and counts events', async () => {
+    const feed = new FakeFeed([
+      batch([crud('insert', 1, 101, { v: 1 }), crud('update', 1, 102, { v: 2 })]),
+      batch([
+        crud('insert', 2, 103, { v: 1 }),
+        crud('delete', 1, 104),
+        crud('insert', 1, 105, { v: 3 }),
+      ]),
+    ]);
+    const { applier, writer } = setup(feed);
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 5);
+    expect(feed.opened[0]).toEqual({ startAtOperationTime: ts(100) });
+    expect(writer.docs.get('d.c|1')).toEqual({ _id: 1, v: 3 });
+    expect(writer.docs.get('d.c|2')).toEqual({ _id: 2, v: 1 });
+    expect(applier.stats().totalEventsApplied).toBe(5);
+  });
+
+  it('collapses writes of one document in a batch: the last full write wins', async () => {
+    const feed = new FakeFeed([
+      batch([
+        crud('insert', 1, 101, { v: 1 }),
+        crud('update', 1, 102, { v: 2 }),
+        crud('replace', 1, 103, { v: 3 }),
+        crud('update', 1, 104, { w: 1 }),
+      ]),
+    ]);
+    const { applier, writer } = setup(feed);
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 4);
+    expect(writer.log).toEqual(['replace:d.c|1', 'update:d.c|1']);
+    expect(writer.docs.get('d.c|1')).toEqual({ _id: 1, v: 3, w: 1 });
+    // One bulk per round, each with distinct documents.
+    for (const b of writer.bulks) {
+      const ids = b.ops.map((o) => JSON.stringify(o.filter));
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+  });
+
+  it('runs DDL only after every lane drained (barrier)', async () => {
+    const feed = new FakeFeed([
+      batch([
+        crud('insert', 1, 101),
+        crud('insert', 2, 102),
+        crud('insert', 3, 103),
+        ddlEvent('drop', 104),
+        crud('insert', 4, 105),
+      ]),
+    ]);
+    const { applier, writer } = setup(feed);
+    writer.delayFor = () => 30;
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 5);
+    const dropAt = writer.log.indexOf('drop:d.c');
+    expect(writer.log.slice(0, dropAt).sort()).toEqual([
+      'replace:d.c|1',
+      'replace:d.c|2',
+      'replace:d.c|3',
+    ]);
+    expect(writer.log[dropAt + 1]).toBe('replace:d.c|4');
+  });
+
+  it('never checkpoints past an event that is not applied yet', async () => {
+    const slow = crud('insert', 1, 101);
+    const fast = crud('insert', 2, 102);
+    const feed = new FakeFeed([batch([slow, fast])]);
+    const { applier, writer, checkpoints } = setup(feed, { lanes: 16 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const origBulk = writer.bulkWrite.bind(writer);
+    writer.bulkWrite = async (ns, ops) => {
+      if (ops.some((o) => o.filter._id === 1)) await gate;
+      return origBulk(ns, ops);
+    };
+    const ctrl = new AbortController();
+    const running = applier.run(ctrl.signal);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(writer.docs.has('d.c|2')).toBe(true);
+    expect(checkpoints.saved).toEqual([]);
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    ctrl.abort();
+    await running;
+    expect(checkpoints.saved.length).toBeGreaterThan(0);
+    const last = checkpoints.saved[checkpoints.saved.length - 1];
+    expect(last.clusterTime!.t).toBeGreaterThanOrEqual(102);
+  });
+
+  it('advances applied time with idle batches so lag does not grow', async () => {
+    const feed = new FakeFeed([batch([crud('insert', 1, 101)])], 500);
+    const { applier } = setup(feed);
+    await runUntil(applier, () => (applier.appliedTime?.t ?? 0) >= 500);
+    expect(applier.lagSeconds(ts(502))).toBe(2);
+  });
+
+  it('resumes from the persisted checkpoint', async () => {
+    const feed = new FakeFeed([batch([crud('insert', 1, 101)], 150)]);
+    const { applier, checkpoints } = setup(feed);
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
+    await runUntil(applier, () => true);
+    expect(feed.opened[1]).toEqual({ resumeAfter: checkpoints.saved[0].resumeToken });
+  });
+
+  it('fails with HistoryLostError and does not skip', async () => {
+    const feed = new FakeFeed([], 1000, historyLost());
+    const { applier } = setup(feed);
+    await expect(applier.run(new AbortController().signal)).rejects.toBeInstanceOf(
+      HistoryLostError,
+    );
+    expect(applier.stats().failure).toBeInstanceOf(HistoryLostError);
+  });
+
+  it('falls back to a source lookup when the destination rejects a replayed update', async () => {
+    const feed = new FakeFeed([batch([crud('update', 7, 101, { a: 1 })])]);
+    const { applier, writer, lookup } = setup(feed);
+    writer.failUpdates = true;
+    lookup.source.set('d.c|7', { _id: 7, a: 'current' });
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
+    expect(lookup.calls).toBe(1);
+    expect(writer.docs.get('d.c|7')).toEqual({ _id: 7, a: 'current' });
+  });
+
+  it('reports relaxed indexes to the listener before moving on', async () => {
+    const feed = new FakeFeed([
+      batch([
+        ddlEvent('createIndexes', 101, {
+          operationDescription: { indexes: [{ v: 2, key: { a: 1 }, name: 'a_1', unique: true }] },
+        }),
+      ]),
+    ]);
+    const { applier, notices, writer } = setup(feed);
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
+    expect(writer.log).toEqual(['createIndexes:a_1']);
+    expect(notices).toEqual([
+      {
+        kind: 'indexesRelaxed',
+        ns: { db: 'd', coll: 'c' },
+        relaxed: [expect.objectContaining({ name: 'a_1', relaxedUnique: true })],
+      },
+    ]);
+  });
+
+  it('dropDatabase drops only the selected collections left on the destination', async () => {
+    const feed = new FakeFeed([batch([ddlEvent('dropDatabase', 101, { ns: { db: 'd' } })])]);
+    const { applier, writer } = setup(feed, { selected: (_db, coll) => coll === 'c' });
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
+    expect(writer.log).toEqual(['drop:d.c']);
+  });
+
+  it('waitUntilApplied resolves once the commit point is applied and saved', async () => {
+    const feed = new FakeFeed(
+      [batch([crud('insert', 1, 101)]), batch([crud('insert', 2, 120)])],
+      130,
+    );
+    const { applier, checkpoints } = setup(feed, { checkpointIntervalMs: 60000 });
+    const ctrl = new AbortController();
+    const running = applier.run(ctrl.signal);
+    await applier.waitUntilApplied(ts(125));
+    expect(applier.appliedTime!.t).toBeGreaterThanOrEqual(125);
+    expect(checkpoints.saved[checkpoints.saved.length - 1].clusterTime!.t).toBeGreaterThanOrEqual(
+      125,
+    );
+    ctrl.abort();
+    await running;
+    await expect(applier.waitUntilApplied(ts(99999))).rejects.toThrow(/not running/);
+  });
+
+  it('ignores events outside the filter but still moves the checkpoint', async () => {
+    const feed = new FakeFeed([batch([crud('insert', 1, 101, {}, 'skip')], 110)]);
+    const { applier, writer, checkpoints } = setup(feed, { selected: (_d, c) => c !== 'skip' });
+    await runUntil(applier, () => checkpoints.saved.length > 0);
+    expect(writer.bulks).toEqual([]);
+    expect(applier.stats().ignoredEvents).toBe(1);
+    expect(checkpoints.saved[0].resumeToken).toEqual(tokenAt(110));
+  });
+});

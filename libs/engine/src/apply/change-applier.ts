@@ -1,0 +1,326 @@
+import type { Timestamp } from 'bson';
+import type { ChangeEvent } from './change-event';
+import { CheckpointTracker, type StreamPosition } from './checkpoint-tracker';
+import { lagSeconds } from './commit-readiness';
+import { executeDdl } from './ddl-executor';
+import { ApplyError } from './errors';
+import { laneOf } from './lane-router';
+import type {
+  ApplyListener,
+  ChangeFeed,
+  ChangeFeedCursor,
+  ChangeWriter,
+  CheckpointStore,
+  DocumentLookup,
+  NamespacePredicate,
+  StartPoint,
+} from './ports';
+import { resumeTokenTime } from './resume-token';
+import { compareTimestamps, maxTimestamp } from './timestamps';
+import { translateEvent, type TranslationOptions } from './translate-event';
+import { WriteLane } from './write-lane';
+
+export interface ChangeApplierOptions {
+  feed: ChangeFeed;
+  writer: ChangeWriter;
+  lookup: DocumentLookup;
+  checkpoints: CheckpointStore;
+  /** The copy engine's namespace filter. */
+  selected: NamespacePredicate;
+  /** T0: the source cluster time read before the copy; used when no checkpoint exists yet. */
+  startAtOperationTime: Timestamp;
+  listener?: ApplyListener;
+  /** Parallel write lanes (default 8: destination round trips dominate, not CPU). */
+  lanes?: number;
+  /** Persist the resume point at least this often while it moves (default 1000 ms)... */
+  checkpointIntervalMs?: number;
+  /** ...or after this many applied events, whichever comes first (default 5000). */
+  checkpointEveryEvents?: number;
+  /** Stop reading while this many events are read but not applied (default 20000). */
+  maxInFlight?: number;
+  /** buildIndexes mode of the job, strict field order... */
+  translation?: TranslationOptions;
+  now?: () => number;
+}
+
+export interface ApplierStats {
+  running: boolean;
+  totalEventsApplied: number;
+  ignoredEvents: number;
+  /** Events read and not yet applied. */
+  pendingEvents: number;
+  /** Cluster time of the latest applied event. */
+  lastAppliedEventTime?: Timestamp;
+  /** Cluster time up to which everything is applied (includes idle high-water marks). */
+  appliedTime?: Timestamp;
+  lastCheckpointAt?: Date;
+  failure?: unknown;
+}
+
+const ABORTED = Symbol('aborted');
+
+/**
+ * Change event application (SPEC §4 step 4). Reads the source's cluster-wide change stream from
+ * T0 (or the saved resume point), routes document events to lanes by document identity, runs DDL
+ * behind a barrier, and persists the resume point only where everything before it is applied.
+ *
+ * Lifecycle for the state machine: `run(signal)` until the signal aborts (pause/stop: lanes are
+ * drained and the checkpoint saved, then it resolves) or a fatal error (it rejects, e.g. with
+ * HistoryLostError; the checkpoint saved still never passes an unapplied event). Resume = call
+ * `run` again: it continues from the persisted checkpoint.
+ */
+export class ChangeApplier {
+  private tracker = new CheckpointTracker();
+  private lanes: WriteLane[] = [];
+  private running = false;
+  private failure: unknown;
+  private totalApplied = 0;
+  private ignored = 0;
+  private lastEventTime: Timestamp | undefined;
+  private startTime: Timestamp;
+  private lastSavedToken: unknown;
+  private lastSaveAt = 0;
+  private appliedAtLastSave = 0;
+  private lastCheckpointAt: Date | undefined;
+  private saving: Promise<void> = Promise.resolve();
+  private waiters = new Set<() => void>();
+
+  constructor(private readonly options: ChangeApplierOptions) {
+    this.startTime = options.startAtOperationTime;
+  }
+
+  stats(): ApplierStats {
+    return {
+      running: this.running,
+      totalEventsApplied: this.totalApplied,
+      ignoredEvents: this.ignored,
+      pendingEvents: this.tracker.pending,
+      lastAppliedEventTime: this.lastEventTime,
+      appliedTime: this.appliedTime,
+      lastCheckpointAt: this.lastCheckpointAt,
+      failure: this.failure,
+    };
+  }
+
+  /** Lag for progress; null before anything is known. */
+  lagSeconds(sourceLatest: Timestamp): number | null {
+    return lagSeconds(sourceLatest, this.appliedTime);
+  }
+
+  get appliedTime(): Timestamp | undefined {
+    return this.tracker.safePosition?.clusterTime ?? this.startTime;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.running) throw new ApplyError('the change applier is already running', false);
+    this.running = true;
+    this.failure = undefined;
+    let cursor: ChangeFeedCursor | undefined;
+    try {
+      const saved = await this.options.checkpoints.load();
+      const start: StartPoint = saved
+        ? { resumeAfter: saved.resumeToken }
+        : { startAtOperationTime: this.options.startAtOperationTime };
+      if (saved?.clusterTime) this.startTime = saved.clusterTime;
+      this.tracker = new CheckpointTracker(
+        saved ? { token: saved.resumeToken, clusterTime: saved.clusterTime } : undefined,
+      );
+      this.lastSavedToken = saved?.resumeToken;
+      this.lanes = Array.from({ length: this.options.lanes ?? 8 }, () => this.newLane());
+      this.tracker.onAdvance(() => this.notify());
+
+      cursor = await this.options.feed.open(start);
+      while (!signal.aborted && this.failure === undefined) {
+        if (!(await this.waitForRoom(signal))) break;
+        const batch = await raceAbort(cursor.next(), signal);
+        if (batch === ABORTED) break;
+        let batchTime: Timestamp | undefined;
+        for (const event of batch.events) {
+          if (this.failure !== undefined) break;
+          const position = positionOf(event);
+          batchTime = maxTimestamp(batchTime, position.clusterTime);
+          const barrier = this.dispatch(event, position);
+          if (barrier) await barrier;
+        }
+        if (this.failure !== undefined) break;
+        if (batch.resumeToken) {
+          this.tracker.addDone({
+            token: batch.resumeToken,
+            clusterTime: maxTimestamp(batch.highWaterTime, batchTime),
+          });
+        }
+        await this.maybeCheckpoint(false);
+      }
+      await this.drainLanes();
+      if (this.failure !== undefined) throw this.failure;
+      await this.maybeCheckpoint(true);
+    } catch (error) {
+      this.failure ??= error;
+      // Finish what lanes hold and keep the (always safe) position they reached.
+      await this.drainLanes().catch(() => undefined);
+      await this.maybeCheckpoint(true).catch(() => undefined);
+      throw this.failure;
+    } finally {
+      await cursor?.close().catch(() => undefined);
+      this.running = false;
+      this.notify();
+    }
+  }
+
+  /**
+   * Commit support (SPEC §4 step 5): resolves once everything up to `commitPoint` (a source
+   * cluster time read after the source was write-blocked) is applied on the destination and the
+   * resume point is persisted. Rejects if the applier fails or stops first.
+   */
+  async waitUntilApplied(commitPoint: Timestamp, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (this.failure !== undefined) throw this.failure;
+      const applied = this.tracker.safePosition?.clusterTime;
+      if (applied && compareTimestamps(applied, commitPoint) >= 0) {
+        await this.maybeCheckpoint(true);
+        return;
+      }
+      if (!this.running) throw new ApplyError('the change applier is not running', true);
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      await this.waitForChange(signal);
+    }
+  }
+
+  /** Returns a promise only for DDL (a barrier); document events are dispatched synchronously. */
+  private dispatch(event: ChangeEvent, position: StreamPosition): Promise<void> | undefined {
+    let translation;
+    try {
+      translation = translateEvent(event, this.options.selected, this.options.translation);
+    } catch (error) {
+      this.fail(error);
+      return undefined;
+    }
+    if (translation.kind === 'ignore') {
+      this.ignored += 1;
+      this.tracker.addDone(position);
+      this.options.listener?.onIgnored?.(event, translation.reason);
+      return undefined;
+    }
+    if (translation.kind === 'document') {
+      const seq = this.tracker.add(position);
+      const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];
+      lane.push(translation.write, seq);
+      return undefined;
+    }
+    const actions = translation.actions;
+    return (async () => {
+      await this.drainLanes();
+      const seq = this.tracker.add(position);
+      for (const action of actions) {
+        await executeDdl(action, {
+          writer: this.options.writer,
+          selected: this.options.selected,
+          listener: this.options.listener,
+        });
+      }
+      this.applied([seq], position.clusterTime);
+    })().catch((error) => this.fail(error));
+  }
+
+  private newLane(): WriteLane {
+    return new WriteLane({
+      writer: this.options.writer,
+      lookup: this.options.lookup,
+      onApplied: (seqs) => this.applied(seqs),
+      onError: (error) => this.fail(error),
+    });
+  }
+
+  private applied(seqs: number[], time?: Timestamp): void {
+    for (const seq of seqs) this.tracker.complete(seq);
+    this.totalApplied += seqs.length;
+    const safe = this.tracker.safePosition?.clusterTime;
+    this.lastEventTime = maxTimestamp(this.lastEventTime, time ?? safe);
+  }
+
+  private async drainLanes(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.drain()));
+  }
+
+  private fail(error: unknown): void {
+    this.failure ??= error;
+    this.notify();
+  }
+
+  /** Backpressure: bounded memory whatever the source's write rate. */
+  private async waitForRoom(signal: AbortSignal): Promise<boolean> {
+    const limit = this.options.maxInFlight ?? 20000;
+    while (this.tracker.outstanding >= limit) {
+      if (this.failure !== undefined || signal.aborted) return false;
+      await this.waitForChange(signal);
+    }
+    return true;
+  }
+
+  private async maybeCheckpoint(force: boolean): Promise<void> {
+    const position = this.tracker.safePosition;
+    if (!position || position.token === this.lastSavedToken) return;
+    const now = (this.options.now ?? Date.now)();
+    const due =
+      force ||
+      now - this.lastSaveAt >= (this.options.checkpointIntervalMs ?? 1000) ||
+      this.totalApplied - this.appliedAtLastSave >= (this.options.checkpointEveryEvents ?? 5000);
+    if (!due) return;
+    // Serialised: the run loop and a commit may both ask; saves must not reorder.
+    this.saving = this.saving.then(async () => {
+      const latest = this.tracker.safePosition!;
+      if (latest.token === this.lastSavedToken) return;
+      const savedAt = new Date(now);
+      await this.options.checkpoints.save({
+        resumeToken: latest.token,
+        clusterTime: latest.clusterTime,
+        savedAt,
+      });
+      this.lastSavedToken = latest.token;
+      this.lastSaveAt = now;
+      this.appliedAtLastSave = this.totalApplied;
+      this.lastCheckpointAt = savedAt;
+    });
+    await this.saving;
+  }
+
+  private notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  private waitForChange(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+function positionOf(event: ChangeEvent): StreamPosition {
+  return { token: event._id, clusterTime: event.clusterTime ?? resumeTokenTime(event._id) };
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  // A batch abandoned by an abort is never applied nor checkpointed; only silence its error.
+  promise.catch(() => undefined);
+  if (signal.aborted) return Promise.resolve(ABORTED);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

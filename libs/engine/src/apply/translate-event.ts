@@ -1,0 +1,77 @@
+import type { ChangeEvent } from './change-event';
+import {
+  translateDdl,
+  DDL_OPERATION_TYPES,
+  type DdlAction,
+  type DdlTranslationOptions,
+} from './ddl-event';
+import { translateDelete } from './delete-event';
+import { documentIdentity } from './doc-key';
+import { ChangeStreamInvalidatedError, UnsupportedEventError } from './errors';
+import { translateInsert } from './insert-event';
+import { isSyncedNamespace } from './namespace-rules';
+import type { NamespacePredicate } from './ports';
+import { translateReplace } from './replace-event';
+import { translateUpdate, type UpdateTranslationOptions } from './update-event';
+import type { DocumentWrite } from './write-step';
+
+export type TranslationOptions = UpdateTranslationOptions & DdlTranslationOptions;
+
+export type Translation =
+  | { kind: 'document'; write: DocumentWrite }
+  | { kind: 'ddl'; actions: DdlAction[] }
+  | { kind: 'ignore'; reason: string };
+
+/**
+ * Event → destination work. Pure: no I/O, so every rule is unit-tested. Throws for events the
+ * sync must not continue past (invalidate, resharding).
+ */
+export function translateEvent(
+  event: ChangeEvent,
+  selected: NamespacePredicate,
+  options: TranslationOptions = {},
+): Translation {
+  const type = event.operationType;
+  if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
+  if (type === 'reshardCollection' || type === 'refineCollectionShardKey') {
+    throw new UnsupportedEventError(type, `${type} on the source is not supported during a sync`);
+  }
+  if (DDL_OPERATION_TYPES.has(type)) {
+    const actions = translateDdl(event, selected, options);
+    return actions.length > 0 ? { kind: 'ddl', actions } : { kind: 'ignore', reason: 'ddl-noop' };
+  }
+
+  const db = event.ns?.db;
+  const coll = event.ns?.coll;
+  if (db === undefined || coll === undefined) return { kind: 'ignore', reason: 'no-namespace' };
+  if (!isSyncedNamespace(db, coll, selected)) return { kind: 'ignore', reason: 'not-selected' };
+
+  let steps;
+  switch (type) {
+    case 'insert':
+      steps = translateInsert(event);
+      break;
+    case 'update':
+      steps = translateUpdate(event, options);
+      break;
+    case 'replace':
+      steps = translateReplace(event);
+      break;
+    case 'delete':
+      steps = translateDelete(event);
+      break;
+    default:
+      return { kind: 'ignore', reason: `unknown-operation:${type}` };
+  }
+  const documentKey = event.documentKey!;
+  const last = steps[steps.length - 1];
+  return {
+    kind: 'document',
+    write: {
+      ns: { db, coll },
+      identity: documentIdentity(db, coll, documentKey),
+      steps,
+      supersedes: last !== undefined && last.kind !== 'update',
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import type { Document } from 'bson';
+import { toNumber, type ChangeEvent } from './change-event';
+import { requireKey } from './insert-event';
+import { compareFieldNames, pathComponents, pathsConflict } from './update-paths';
+import type { WriteStep } from './write-step';
+
+export interface UpdateTranslationOptions {
+  /**
+   * Fall back to a lookup when one event adds sibling fields out of MongoDB's operator order
+   * (only pipeline-style updates do that): `$set` would append them in lexicographic order and
+   * the destination's field order — which SPEC §4 requires to match — would differ.
+   * Default true.
+   */
+  strictFieldOrder?: boolean;
+}
+
+/**
+ * update → `updateOne(documentKey, …, {upsert: false})` rebuilt from the updateDescription:
+ * `$push {$each: [], $slice: newSize}` for each truncated array, `$set` of updatedFields (values
+ * reused as decoded, so an Int32 stays Int32), `$unset` of removedFields.
+ *
+ * Order: MongoDB reports truncation separately from updatedFields and its semantics are
+ * "truncate, then set" (updatedFields may name elements inside the truncated array, e.g.
+ * `arr` truncated to 2 plus `arr.1.b`). A truncation and a `$set` under the same array cannot
+ * share one update (path conflict), so they become two steps, truncation first.
+ *
+ * No upsert: a missing document means the copy has not written it yet (it will read a state at
+ * least this new) or a later delete already ran; creating a partial document would be wrong.
+ *
+ * Lookup fallback — the step becomes "re-read from the source and replace" — exactly when the
+ * description cannot be replayed faithfully:
+ * - a path has no dotted spelling (field name with a dot, `$` prefix, or empty; detected through
+ *   `disambiguatedPaths`, which MongoDB 6.1+ sends for every ambiguous path);
+ * - paths of the description conflict with each other (never produced by MongoDB; defensive);
+ * - sibling fields are reported out of operator order (see `strictFieldOrder`).
+ * The lane also falls back to a lookup when the destination rejects the update (e.g. a replayed
+ * `$set a.b` onto a newer state where `a` is a scalar). A lookup returns a state at least as new
+ * as the event; the events after it are applied on top, so the document still converges.
+ */
+export function translateUpdate(
+  event: ChangeEvent,
+  options: UpdateTranslationOptions = {},
+): WriteStep[] {
+  const documentKey = requireKey(event);
+  const desc = event.updateDescription;
+  if (!desc) return [{ kind: 'lookup', documentKey }];
+  const lookup: WriteStep[] = [{ kind: 'lookup', documentKey }];
+  const disambiguated = desc.disambiguatedPaths;
+
+  const truncations: Array<{ path: string; parts: string[]; newSize: number }> = [];
+  for (const t of desc.truncatedArrays ?? []) {
+    const parts = pathComponents(t.field, disambiguated);
+    if (!parts) return lookup;
+    truncations.push({ path: t.field, parts, newSize: toNumber(t.newSize) });
+  }
+
+  const updated = desc.updatedFields ?? {};
+  const setPaths: string[][] = [];
+  for (const path of Object.keys(updated)) {
+    const parts = pathComponents(path, disambiguated);
+    if (!parts) return lookup;
+    setPaths.push(parts);
+  }
+  const removed = desc.removedFields ?? [];
+  const unsetPaths: string[][] = [];
+  for (const path of removed) {
+    const parts = pathComponents(path, disambiguated);
+    if (!parts) return lookup;
+    unsetPaths.push(parts);
+  }
+  if (hasInternalConflict([...setPaths, ...unsetPaths])) return lookup;
+  if (options.strictFieldOrder !== false && !siblingsInOperatorOrder(setPaths)) return lookup;
+
+  // Truncations first, grouped into as few steps as their paths allow.
+  const steps: Array<{ paths: string[][]; update: Document }> = [];
+  for (const t of truncations) {
+    let step = steps.find((s) => !s.paths.some((p) => pathsConflict(p, t.parts)));
+    if (!step) {
+      step = { paths: [], update: { $push: {} } };
+      steps.push(step);
+    }
+    step.paths.push(t.parts);
+    (step.update.$push as Document)[t.path] = { $each: [], $slice: t.newSize };
+  }
+
+  const setUnset: Document = {};
+  if (setPaths.length > 0) setUnset.$set = updated;
+  if (unsetPaths.length > 0) setUnset.$unset = Object.fromEntries(removed.map((p) => [p, '']));
+  if (Object.keys(setUnset).length > 0) {
+    const paths = [...setPaths, ...unsetPaths];
+    const last = steps[steps.length - 1];
+    // Only the LAST truncation step may absorb $set/$unset: it keeps "truncate, then set".
+    if (last && !last.paths.some((p) => paths.some((q) => pathsConflict(p, q)))) {
+      Object.assign(last.update, setUnset);
+      last.paths.push(...paths);
+    } else {
+      steps.push({ paths, update: setUnset });
+    }
+  }
+
+  return steps.map((s) => ({ kind: 'update', filter: documentKey, update: s.update }));
+}
+
+function hasInternalConflict(paths: string[][]): boolean {
+  for (let i = 0; i < paths.length; i++) {
+    for (let j = i + 1; j < paths.length; j++) if (pathsConflict(paths[i], paths[j])) return true;
+  }
+  return false;
+}
+
+/** Sibling fields (same parent) must appear in the order a `$set` would create them. */
+function siblingsInOperatorOrder(paths: string[][]): boolean {
+  const lastChildOf = new Map<string, string>();
+  for (const parts of paths) {
+    const parent = parts.slice(0, -1).join('\u0000');
+    const name = parts[parts.length - 1];
+    const previous = lastChildOf.get(parent);
+    if (previous !== undefined && compareFieldNames(previous, name) > 0) return false;
+    lastChildOf.set(parent, name);
+  }
+  return true;
+}

@@ -1,0 +1,136 @@
+import type { Document } from 'bson';
+import { nsKey, type Namespace } from './change-event';
+import { DestinationWriteError } from './errors';
+import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
+import type { DocumentWrite, WriteStep } from './write-step';
+
+export interface WriteLaneDeps {
+  writer: ChangeWriter;
+  lookup: DocumentLookup;
+  /** Sequence numbers whose writes are all on the destination. */
+  onApplied(seqs: number[]): void;
+  onError(error: unknown): void;
+}
+
+interface PendingDoc {
+  ns: Namespace;
+  steps: WriteStep[];
+}
+
+/**
+ * One lane: documents routed here are written in batches. While a batch is being written, new
+ * events accumulate into the next one, so batch size adapts to load without a timer.
+ *
+ * Within a batch each document has one entry (its steps in event order). A write that fully
+ * determines the document (replace, delete, lookup) drops the pending steps before it: only
+ * the last state matters, and the document is written once. The batch is sent in rounds —
+ * round r holds step r of every document — as one unordered bulk per namespace, so a bulk
+ * never holds two writes of the same document and a document's steps keep their order.
+ */
+export class WriteLane {
+  private pending = new Map<string, PendingDoc>();
+  private seqs: number[] = [];
+  private running = false;
+  private idleWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private error: unknown;
+
+  constructor(private readonly deps: WriteLaneDeps) {}
+
+  push(write: DocumentWrite, seq: number): void {
+    const entry = this.pending.get(write.identity);
+    if (!entry || write.supersedes) {
+      this.pending.set(write.identity, { ns: write.ns, steps: [...write.steps] });
+    } else {
+      entry.steps.push(...write.steps);
+    }
+    this.seqs.push(seq);
+    if (!this.running) {
+      this.running = true;
+      void this.loop();
+    }
+  }
+
+  /** Resolves once everything pushed so far is written; rejects if the lane failed. */
+  drain(): Promise<void> {
+    if (this.error !== undefined) return Promise.reject(this.error);
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve, reject) => this.idleWaiters.push({ resolve, reject }));
+  }
+
+  private async loop(): Promise<void> {
+    // Let the caller finish dispatching the current feed batch: it becomes one write batch.
+    await Promise.resolve();
+    try {
+      while (this.seqs.length > 0) {
+        const docs = this.pending;
+        const seqs = this.seqs;
+        this.pending = new Map();
+        this.seqs = [];
+        await this.writeBatch([...docs.values()]);
+        this.deps.onApplied(seqs);
+      }
+    } catch (error) {
+      this.error = error;
+      this.deps.onError(error);
+    } finally {
+      this.running = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) {
+        if (this.error !== undefined) w.reject(this.error);
+        else w.resolve();
+      }
+    }
+  }
+
+  private async writeBatch(docs: PendingDoc[]): Promise<void> {
+    const rounds = Math.max(0, ...docs.map((d) => d.steps.length));
+    for (let r = 0; r < rounds; r++) {
+      const byNs = new Map<string, { ns: Namespace; steps: WriteStep[] }>();
+      for (const doc of docs) {
+        const step = doc.steps[r];
+        if (!step) continue;
+        const key = nsKey(doc.ns);
+        let group = byNs.get(key);
+        if (!group) byNs.set(key, (group = { ns: doc.ns, steps: [] }));
+        group.steps.push(step);
+      }
+      await Promise.all([...byNs.values()].map((g) => this.writeRound(g.ns, g.steps)));
+    }
+  }
+
+  private async writeRound(ns: Namespace, steps: WriteStep[]): Promise<void> {
+    const ops = await Promise.all(steps.map((s) => this.resolve(ns, s)));
+    const failures = await this.deps.writer.bulkWrite(ns, ops);
+    if (failures.length === 0) return;
+    const fallback: WriteOp[] = [];
+    for (const failure of failures) {
+      const op = ops[failure.index];
+      // A replayed update can meet a newer document shape (see update-event.ts): re-read it.
+      if (op?.kind === 'update') fallback.push(await this.resolveLookup(ns, op.filter));
+      else throw writeError(ns, op, failure);
+    }
+    const second = await this.deps.writer.bulkWrite(ns, fallback);
+    if (second.length > 0) throw writeError(ns, fallback[second[0].index], second[0]);
+  }
+
+  private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
+    return step.kind === 'lookup' ? this.resolveLookup(ns, step.documentKey) : step;
+  }
+
+  /** The source's current version of the document, or its deletion when it is gone. */
+  private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
+    const doc = await this.deps.lookup.findByKey(ns, documentKey);
+    return doc
+      ? { kind: 'replace', filter: documentKey, replacement: doc }
+      : { kind: 'delete', filter: documentKey };
+  }
+}
+
+function writeError(ns: Namespace, op: WriteOp | undefined, failure: WriteFailure) {
+  return new DestinationWriteError(
+    `${op?.kind ?? 'write'} on ${nsKey(ns)} failed: ${failure.message}` +
+      (failure.code !== undefined ? ` (code ${failure.code})` : ''),
+    false,
+  );
+}

@@ -1,0 +1,136 @@
+import { BSON, Double, Int32 } from 'bson';
+import { silentLogger } from '../ports/engine-logger';
+import type { PartitionRecord } from '../ports/job-store';
+import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
+import { Copier, CopyWriteError } from './copier';
+import { CopyTally } from './copy-tally';
+import { InsertBatcher } from './insert-batcher';
+
+function partition(index: number, bounds: { min?: unknown; max?: unknown }): PartitionRecord {
+  return {
+    _id: `w|db.c|${index}`,
+    syncID: 'w',
+    database: 'db',
+    collection: 'c',
+    index,
+    ...bounds,
+    natural: false,
+    status: 'pending',
+    copiedBytes: 0,
+    copiedDocuments: 0,
+  };
+}
+
+function setup(count = 1000) {
+  const source = new FakeCluster('src', replicaSet('a', 'a:1'));
+  const destination = new FakeCluster('dst', replicaSet('b', 'b:1'));
+  const docs = Array.from({ length: count }, (_, i) => ({
+    _id: i,
+    n: new Int32(i),
+    d: new Double(-0),
+  }));
+  source.seed('db', 'c', docs);
+  const parts = [
+    partition(0, { max: 250 }),
+    partition(1, { min: 250, max: 700 }),
+    partition(2, { min: 700 }),
+  ];
+  destination.store.partitions = new Map(parts.map((p) => [p._id, { ...p }]));
+  const totalBytes = docs.reduce((s, d) => s + BSON.calculateObjectSize(d), 0);
+  return { source, destination, parts, totalBytes };
+}
+
+const options = {
+  concurrency: 2,
+  writeBatchBytes: 4096,
+  writeBatchDocuments: 50,
+  readBatchSize: 64,
+};
+
+describe('Copier', () => {
+  it('copies every partition exactly, records each as done and counts real bytes', async () => {
+    const { source, destination, parts, totalBytes } = setup();
+    const tally = new CopyTally();
+    const copier = new Copier(source, destination, destination.store, tally, silentLogger, options);
+    expect(await copier.run(parts, new AbortController().signal)).toBe('completed');
+    const copied = destination.collection('db', 'c')!.documents;
+    expect(copied).toHaveLength(1000);
+    const sorted = [...copied].sort((a, b) => a._id - b._id);
+    expect(Buffer.from(BSON.serialize(sorted[5]!))).toEqual(
+      Buffer.from(BSON.serialize(source.collection('db', 'c')!.documents[5]!)),
+    );
+    expect(tally.copiedBytes).toBe(totalBytes);
+    expect([...destination.store.partitions.values()].every((p) => p.status === 'done')).toBe(true);
+    expect(
+      [...destination.store.partitions.values()].reduce((s, p) => s + p.copiedDocuments, 0),
+    ).toBe(1000);
+  });
+
+  it('treats duplicate keys as already copied and skips done partitions', async () => {
+    const { source, destination, parts } = setup();
+    await destination.insertUnordered(
+      'db',
+      'c',
+      source.collection('db', 'c')!.documents.slice(0, 300),
+    );
+    parts[2]!.status = 'done';
+    const copier = new Copier(
+      source,
+      destination,
+      destination.store,
+      new CopyTally(),
+      silentLogger,
+      options,
+    );
+    expect(await copier.run(parts, new AbortController().signal)).toBe('completed');
+    expect(destination.collection('db', 'c')!.documents).toHaveLength(700);
+  });
+
+  it('fails loudly on any other write error and stops the other partitions', async () => {
+    const { source, destination, parts } = setup();
+    destination.failInsert = (ns) => new Error(`document failed validation in ${ns}`);
+    const copier = new Copier(
+      source,
+      destination,
+      destination.store,
+      new CopyTally(),
+      silentLogger,
+      options,
+    );
+    await expect(copier.run(parts, new AbortController().signal)).rejects.toBeInstanceOf(
+      CopyWriteError,
+    );
+    expect([...destination.store.partitions.values()].some((p) => p.status === 'done')).toBe(false);
+  });
+
+  it('on abort leaves unfinished partitions pending and gives their bytes back', async () => {
+    const { source, destination, parts } = setup();
+    source.readDelayMs = 5;
+    const tally = new CopyTally();
+    const controller = new AbortController();
+    const copier = new Copier(source, destination, destination.store, tally, silentLogger, {
+      ...options,
+      concurrency: 1,
+    });
+    const run = copier.run(parts, controller.signal);
+    await new Promise((r) => setTimeout(r, 30));
+    controller.abort();
+    expect(await run).toBe('aborted');
+    const stored = [...destination.store.partitions.values()];
+    expect(stored.some((p) => p.status === 'pending')).toBe(true);
+    expect(tally.copiedBytes).toBe(stored.reduce((s, p) => s + p.copiedBytes, 0));
+  });
+});
+
+describe('InsertBatcher', () => {
+  it('bounds batches by bytes and by count; an oversized document goes alone', () => {
+    const b = new InsertBatcher({ maxBytes: 100, maxDocuments: 3 });
+    expect(b.push({ a: 1 }, 40)).toEqual([]);
+    expect(b.push({ a: 2 }, 40)).toEqual([]);
+    expect(b.push({ a: 3 }, 40)).toEqual([[{ a: 1 }, { a: 2 }]]);
+    expect(b.push({ a: 4 }, 500)).toEqual([[{ a: 3 }], [{ a: 4 }]]);
+    expect(b.push({ a: 5 }, 1)).toEqual([]);
+    expect(b.push({ a: 6 }, 1)).toEqual([]);
+    expect(b.push({ a: 7 }, 1)).toEqual([[{ a: 5 }, { a: 6 }, { a: 7 }]]);
+  });
+});

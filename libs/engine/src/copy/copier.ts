@@ -1,0 +1,159 @@
+import type { Document } from 'bson';
+import type { DestinationCluster } from '../ports/destination-cluster';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { JobStore, PartitionRecord } from '../ports/job-store';
+import type { SourceCluster } from '../ports/source-cluster';
+import type { CopyTally } from './copy-tally';
+import { InsertBatcher } from './insert-batcher';
+
+export interface CopierOptions {
+  /** Partitions copied at the same time. */
+  concurrency: number;
+  /** Bounds of one unordered insertMany. */
+  writeBatchBytes: number;
+  writeBatchDocuments: number;
+  /** Documents per source cursor batch. */
+  readBatchSize: number;
+}
+
+export const DEFAULT_COPIER: CopierOptions = {
+  concurrency: 8,
+  writeBatchBytes: 12 * 1024 * 1024,
+  writeBatchDocuments: 10_000,
+  readBatchSize: 1_000,
+};
+
+export type CopyOutcome = 'completed' | 'aborted';
+
+/**
+ * SPEC §4.3: copies partitions in parallel. Each partition streams its range from the source
+ * and writes UNORDERED batches, with one write in flight while the next batch is read (memory:
+ * at most ~2 write batches + 1 read batch per partition). A duplicate key means a previous
+ * attempt already copied that document. A partition is recorded done only after all its writes
+ * succeeded, so after a pause or crash it is simply copied again from its start.
+ */
+export class Copier {
+  constructor(
+    private readonly source: SourceCluster,
+    private readonly destination: DestinationCluster,
+    private readonly store: JobStore,
+    private readonly tally: CopyTally,
+    private readonly logger: EngineLogger,
+    private readonly options: CopierOptions = DEFAULT_COPIER,
+  ) {}
+
+  /** Copies every pending partition. Resolves 'aborted' when `signal` fired; throws on failure. */
+  async run(partitions: PartitionRecord[], signal: AbortSignal): Promise<CopyOutcome> {
+    const queue = partitions.filter((p) => p.status !== 'done');
+    const failure = new AbortController();
+    const stop = AbortSignal.any([signal, failure.signal]);
+    let firstError: unknown = null;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!stop.aborted && next < queue.length) {
+        const partition = queue[next++]!;
+        try {
+          await this.copyPartition(partition, stop);
+        } catch (error) {
+          if (stop.aborted && firstError === null && !(error instanceof CopyWriteError)) return;
+          firstError ??= error;
+          failure.abort();
+          return;
+        }
+      }
+    };
+    const workers = Array.from(
+      { length: Math.max(1, Math.min(this.options.concurrency, queue.length)) },
+      worker,
+    );
+    await Promise.all(workers);
+    if (firstError !== null) throw firstError;
+    return signal.aborted ? 'aborted' : 'completed';
+  }
+
+  private async copyPartition(partition: PartitionRecord, signal: AbortSignal): Promise<void> {
+    const { database, collection } = partition;
+    const batcher = new InsertBatcher({
+      maxBytes: this.options.writeBatchBytes,
+      maxDocuments: this.options.writeBatchDocuments,
+    });
+    let pendingWrite: Promise<void> = Promise.resolve();
+    let documents = 0;
+    const write = async (batch: Document[]): Promise<void> => {
+      await pendingWrite; // keep at most one write in flight per partition
+      pendingWrite = this.insert(database, collection, batch);
+      pendingWrite.catch(() => undefined); // observed by the next await; avoid an unhandled rejection
+    };
+    try {
+      const range = partition.natural ? 'natural' : boundsOf(partition);
+      const batches = this.source.read(database, collection, {
+        range,
+        batchSize: this.options.readBatchSize,
+        signal,
+      });
+      for await (const batch of batches) {
+        if (signal.aborted) break;
+        for (let i = 0; i < batch.documents.length; i++) {
+          for (const full of batcher.push(batch.documents[i]!, batch.sizes[i]!)) await write(full);
+        }
+        documents += batch.documents.length;
+        this.tally.add(partition._id, batch.bytes);
+      }
+      if (batcher.pending > 0 && !signal.aborted) await write(batcher.take());
+      await pendingWrite;
+      if (signal.aborted) throw new CopyAbortedError();
+      const bytes = this.tally.finish(partition._id);
+      await this.store.markPartitionDone(partition._id, bytes, documents);
+      partition.status = 'done';
+      partition.copiedBytes = bytes;
+      partition.copiedDocuments = documents;
+      this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
+    } catch (error) {
+      await pendingWrite.catch(() => undefined);
+      this.tally.abandon(partition._id);
+      throw error;
+    }
+  }
+
+  private async insert(database: string, collection: string, batch: Document[]): Promise<void> {
+    try {
+      const result = await this.destination.insertUnordered(database, collection, batch);
+      if (result.duplicates > 0) {
+        this.logger.debug('documents already copied', {
+          namespace: `${database}.${collection}`,
+          duplicates: result.duplicates,
+        });
+      }
+    } catch (error) {
+      throw new CopyWriteError(`${database}.${collection}`, error);
+    }
+  }
+}
+
+function boundsOf(partition: PartitionRecord): { min?: unknown; max?: unknown } {
+  const bounds: { min?: unknown; max?: unknown } = {};
+  if ('min' in partition) bounds.min = partition.min;
+  if ('max' in partition) bounds.max = partition.max;
+  return bounds;
+}
+
+/** A destination write failed with something other than a duplicate key: the copy must stop. */
+export class CopyWriteError extends Error {
+  constructor(
+    readonly namespace: string,
+    cause: unknown,
+  ) {
+    super(
+      `copy into ${namespace} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+    this.name = 'CopyWriteError';
+  }
+}
+
+export class CopyAbortedError extends Error {
+  constructor() {
+    super('copy aborted');
+    this.name = 'CopyAbortedError';
+  }
+}

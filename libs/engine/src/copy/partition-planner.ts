@@ -1,0 +1,88 @@
+import { BSON } from 'bson';
+import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import type { SourceCluster } from '../ports/source-cluster';
+
+export interface PartitioningOptions {
+  /** Target bytes per partition: big enough to amortise a cursor, small enough to parallelise. */
+  targetBytes: number;
+  maxPartitions: number;
+  /** Sampled `_id`s per wanted partition; more samples give more even ranges. */
+  oversampling: number;
+}
+
+export const DEFAULT_PARTITIONING: PartitioningOptions = {
+  targetBytes: 32 * 1024 * 1024,
+  maxPartitions: 512,
+  oversampling: 10,
+};
+
+/**
+ * `_id` ranges for one collection (SPEC §4.3). Split points are quantiles of a server-sorted
+ * `$sample` of `_id`s: one cheap random sample, no full scan, and the SERVER orders mixed-type
+ * `_id`s (MongoDB's cross-type order) so the engine never reimplements BSON comparison.
+ * Ranges are half-open [min, max) and are read with `min()/max()` index bounds, which, unlike
+ * `$gte/$lt`, are not type-bracketed: together they cover every `_id` of every type.
+ * Capped collections are one natural-order partition (insertion order is what they mean).
+ */
+export async function planPartitions(
+  source: SourceCluster,
+  ns: NamespaceRecord,
+  options: PartitioningOptions = DEFAULT_PARTITIONING,
+): Promise<PartitionRecord[]> {
+  if (ns.type !== 'collection') return [];
+  const make = (
+    index: number,
+    bounds: { min?: unknown; max?: unknown },
+    natural = false,
+  ): PartitionRecord => ({
+    _id: `${ns._id}|${index}`,
+    syncID: ns.syncID,
+    database: ns.database,
+    collection: ns.collection,
+    index,
+    ...('min' in bounds ? { min: bounds.min } : {}),
+    ...('max' in bounds ? { max: bounds.max } : {}),
+    natural,
+    status: 'pending',
+    copiedBytes: 0,
+    copiedDocuments: 0,
+  });
+  if (ns.capped) return [make(0, {}, true)];
+  const wanted = Math.min(
+    options.maxPartitions,
+    Math.ceil(ns.estimatedBytes / options.targetBytes),
+    Math.max(1, ns.estimatedCount),
+  );
+  if (wanted <= 1) return [make(0, {})];
+  const sample = uniqueSorted(
+    await source.sampleSortedIds(
+      ns.database,
+      ns.collection,
+      Math.min(ns.estimatedCount, wanted * options.oversampling),
+    ),
+  );
+  const splits = uniqueSorted(
+    Array.from(
+      { length: wanted - 1 },
+      (_, k) => sample[Math.floor(((k + 1) * sample.length) / wanted)],
+    ).filter((id) => id !== undefined),
+  );
+  if (splits.length === 0) return [make(0, {})];
+  const partitions = [make(0, { max: splits[0] })];
+  for (let i = 1; i < splits.length; i++)
+    partitions.push(make(i, { min: splits[i - 1], max: splits[i] }));
+  partitions.push(make(splits.length, { min: splits[splits.length - 1] }));
+  return partitions;
+}
+
+/** Drops adjacent duplicates of an already sorted list (`$sample` may repeat documents). */
+function uniqueSorted(ids: unknown[]): unknown[] {
+  const out: unknown[] = [];
+  let previous: string | null = null;
+  for (const id of ids) {
+    const key = Buffer.from(BSON.serialize({ id })).toString('hex');
+    if (key !== previous) out.push(id);
+    previous = key;
+  }
+  return out;
+}

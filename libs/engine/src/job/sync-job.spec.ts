@@ -1,0 +1,305 @@
+import { ApiError, type StartRequest } from '@sync/contracts';
+import { BSON, Int32 } from 'bson';
+import { silentLogger } from '../ports/engine-logger';
+import { FakeCluster, FakeDirectory, replicaSet } from '../testing/in-memory-clusters';
+import type { ChangeApplication, CommitPhase } from './phases';
+import { SyncJob, type SyncJobOptions } from './sync-job';
+
+const request = (overrides: Partial<StartRequest> = {}): StartRequest => ({
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes: 'beforeDataCopy',
+  enableUserWriteBlocking: false,
+  reversible: false,
+  ...overrides,
+});
+
+function world() {
+  const src = new FakeCluster('cluster0', replicaSet('rsA', 'a:27017'));
+  const dst = new FakeCluster('cluster1', replicaSet('rsB', 'b:27018'));
+  for (let c = 0; c < 3; c++) {
+    src.seed(
+      'shop',
+      `c${c}`,
+      Array.from({ length: 300 }, (_, i) => ({ _id: i, v: new Int32(i), pad: 'p'.repeat(50) })),
+    );
+  }
+  src
+    .collection('shop', 'c0')!
+    .indexes.push(
+      { v: 2, key: { email: 1 }, name: 'email_1', unique: true },
+      { v: 2, key: { at: 1 }, name: 'at_1', expireAfterSeconds: new Int32(60), hidden: true },
+    );
+  src.seed('shop', 'log', [{ _id: 1 }, { _id: 2 }], { capped: true, size: 4096 });
+  src.seed('crm', 'people', [{ _id: 'x' }]);
+  const view = src.collection('shop', 'cheap')!;
+  view.type = 'view';
+  view.indexes = [];
+  view.options = { viewOn: 'c1', pipeline: [{ $match: { v: { $lt: 10 } } }] };
+  return { src, dst, directory: new FakeDirectory(src, dst) };
+}
+
+async function boot(
+  directory: FakeDirectory,
+  extra: Partial<SyncJobOptions> = {},
+): Promise<SyncJob> {
+  const job = new SyncJob({
+    clusters: directory,
+    logger: silentLogger,
+    copier: {
+      concurrency: 3,
+      readBatchSize: 50,
+      writeBatchDocuments: 40,
+      writeBatchBytes: 1 << 20,
+    },
+    partitioning: { targetBytes: 4000, maxPartitions: 8, oversampling: 4 },
+    restoreRetryMs: 1,
+    ...extra,
+  });
+  await job.initialize();
+  return job;
+}
+
+async function expectApiError(promise: Promise<unknown>, name: string): Promise<ApiError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApiError);
+  expect((error as ApiError).error).toBe(name);
+  return error as ApiError;
+}
+
+describe('SyncJob', () => {
+  it('INITIALIZING answers NotReady, then IDLE with null progress', async () => {
+    const { directory } = world();
+    const job = new SyncJob({ clusters: directory, logger: silentLogger });
+    expect(job.state).toBe('INITIALIZING');
+    expect(() => job.progress()).toThrow(ApiError);
+    await expectApiError(job.start(request()), 'NotReady');
+    await job.initialize();
+    expect(job.progress()).toMatchObject({
+      state: 'IDLE',
+      canCommit: false,
+      canWrite: null,
+      collectionCopy: null,
+    });
+  });
+
+  it('start copies every selected namespace, relaxes indexes and persists the job', async () => {
+    const { src, dst, directory } = world();
+    const job = await boot(directory);
+    await job.start(request({ excludeNamespaces: [{ database: 'crm' }] }));
+    expect(job.state).toBe('RUNNING');
+    await job.idle();
+    for (const c of ['c0', 'c1', 'c2', 'log']) {
+      const s = src
+        .collection('shop', c)!
+        .documents.map((d) => Buffer.from(BSON.serialize(d)).toString('hex'))
+        .sort();
+      const d = dst
+        .collection('shop', c)!
+        .documents.map((x) => Buffer.from(BSON.serialize(x)).toString('hex'))
+        .sort();
+      expect(d).toEqual(s);
+    }
+    expect(dst.collection('crm', 'people', false)).toBeUndefined();
+    expect(dst.collection('shop', 'cheap')!.type).toBe('view');
+    expect(dst.collection('shop', 'log')!.options).toMatchObject({ capped: true });
+    const indexes = dst.collection('shop', 'c0')!.indexes;
+    expect(indexes.find((i) => i.name === 'email_1')).not.toHaveProperty('unique');
+    expect(indexes.find((i) => i.name === 'at_1')).toMatchObject({
+      expireAfterSeconds: 2147483647,
+    });
+    expect(indexes.find((i) => i.name === 'at_1')).not.toHaveProperty('hidden');
+    const stored = dst.store.job!;
+    expect(stored).toMatchObject({ _id: 'worker', state: 'RUNNING', phase: 'copied' });
+    expect(JSON.stringify(stored)).not.toContain('mongodb://');
+    const relaxed = [...dst.store.namespaces.values()].find(
+      (n) => n.collection === 'c0',
+    )!.relaxedIndexes;
+    expect(relaxed.map((r) => r.name).sort()).toEqual(['at_1', 'email_1']);
+
+    const p = job.progress();
+    expect(p).toMatchObject({
+      state: 'RUNNING',
+      canCommit: false,
+      canWrite: false,
+      info: 'collection copy',
+      lagTimeSeconds: null,
+      totalEventsApplied: null,
+      directionMapping: { Source: 'cluster0: a:27017', Destination: 'cluster1: b:27018' },
+      syncID: 'worker',
+      coordinatorID: 'worker',
+    });
+    expect(p.collectionCopy!.estimatedCopiedBytes).toBe(p.collectionCopy!.estimatedTotalBytes);
+    expect(p.collectionCopy!.estimatedCopiedBytes).toBeGreaterThan(1);
+  });
+
+  it('operations outside their states answer named errors; commit/reverse are not faked', async () => {
+    const { directory } = world();
+    const job = await boot(directory);
+    await expectApiError(job.pause(), 'InvalidState');
+    await expectApiError(job.resume(), 'InvalidState');
+    await expectApiError(job.commit(), 'InvalidState');
+    await expectApiError(job.reverse(), 'InvalidState');
+    await expectApiError(job.start(request({ source: 'nope' })), 'UnknownCluster');
+    await expectApiError(
+      job.start(request({ destination: 'cluster0' })),
+      'SameSourceAndDestination',
+    );
+    await expectApiError(
+      job.start(
+        request({
+          includeNamespaces: [{ database: 'shop', collectionsRegex: { pattern: '(a+)+' } }],
+        }),
+      ),
+      'InvalidRequest',
+    );
+    expect(job.state).toBe('IDLE');
+    await job.start(request());
+    await expectApiError(job.start(request()), 'NotIdle');
+    await expectApiError(job.resume(), 'InvalidState');
+    const commit = await expectApiError(job.commit(), 'InvalidState');
+    expect(commit.message).toMatch(/commit/);
+    await job.idle();
+  });
+
+  it('refuses a destination that already holds a selected namespace', async () => {
+    const { dst, directory } = world();
+    dst.seed('shop', 'c1', [{ _id: 1 }]);
+    const job = await boot(directory);
+    const error = await expectApiError(job.start(request()), 'DestinationNotEmpty');
+    expect(error.message).toContain('shop.c1');
+    expect(job.state).toBe('IDLE');
+    expect(dst.store.job).toBeNull();
+  });
+
+  it('pause stops at a safe point; resume finishes; copied never exceeds total', async () => {
+    const { src, dst, directory } = world();
+    src.readDelayMs = 3;
+    const job = await boot(directory);
+    await job.start(request());
+    await new Promise((r) => setTimeout(r, 20));
+    await job.pause();
+    expect(job.state).toBe('PAUSED');
+    expect(dst.store.job!.state).toBe('PAUSED');
+    const paused = job.progress();
+    expect(paused.lagTimeSeconds).toBeNull();
+    expect(paused.collectionCopy!.estimatedCopiedBytes).toBeLessThanOrEqual(
+      paused.collectionCopy!.estimatedTotalBytes,
+    );
+    await job.resume();
+    await job.idle();
+    expect(dst.store.job!.phase).toBe('copied');
+    expect(dst.collection('shop', 'c2')!.documents).toHaveLength(300);
+  });
+
+  it('a restarted instance resumes the persisted job and redoes only unfinished partitions', async () => {
+    const { src, dst, directory } = world();
+    src.readDelayMs = 3;
+    const first = await boot(directory);
+    await first.start(request());
+    await new Promise((r) => setTimeout(r, 25));
+    await first.close(); // a crash at a safe point: state stays RUNNING on the destination
+    const doneBefore = [...dst.store.partitions.values()].filter((p) => p.status === 'done').length;
+    src.readDelayMs = 0;
+    const readsBefore = src.reads;
+    const second = await boot(directory);
+    expect(second.state).toBe('RUNNING');
+    await second.idle();
+    expect(dst.store.job!.phase).toBe('copied');
+    expect(dst.collection('shop', 'c1')!.documents).toHaveLength(300);
+    if (doneBefore > 0) expect(src.reads - readsBefore).toBeLessThan(readsBefore + 100);
+    const p = second.progress();
+    expect(p.collectionCopy!.estimatedCopiedBytes).toBe(p.collectionCopy!.estimatedTotalBytes);
+  });
+
+  it('a PAUSED job stays paused after a restart', async () => {
+    const { src, directory } = world();
+    src.readDelayMs = 3;
+    const first = await boot(directory);
+    await first.start(request());
+    await first.pause();
+    await first.close();
+    const second = await boot(directory);
+    expect(second.state).toBe('PAUSED');
+    await second.resume();
+    await second.idle();
+    expect(second.progress().state).toBe('RUNNING');
+  });
+
+  it('refuses to resume a job made for other clusters (JobClusterMismatch)', async () => {
+    const { src, dst, directory } = world();
+    const first = await boot(directory);
+    await first.start(request());
+    await first.idle();
+    await first.close();
+    const other = new FakeCluster('cluster0', replicaSet('rsOther', 'c:1'));
+    other.databases.clear();
+    const mismatched = new FakeDirectory(other, dst);
+    const job = new SyncJob({ clusters: mismatched, logger: silentLogger });
+    await expectApiError(job.initialize(), 'JobClusterMismatch');
+    expect(() => job.progress()).toThrow(/different clusters|not the source/);
+    await expectApiError(job.start(request()), 'JobClusterMismatch');
+    // swapped connection strings: the job is found on the cluster named as its source
+    const swappedSrc = new FakeCluster('cluster0', dst.description);
+    swappedSrc.store.job = dst.store.job;
+    const swapped = new SyncJob({
+      clusters: new FakeDirectory(swappedSrc, new FakeCluster('cluster1', src.description)),
+      logger: silentLogger,
+    });
+    await expectApiError(swapped.initialize(), 'JobClusterMismatch');
+  });
+
+  it('change application runs from T0 concurrently with the copy and enables commit', async () => {
+    const { dst, directory } = world();
+    let sawCopyRunning = false;
+    let started: unknown = null;
+    const cea: ChangeApplication = {
+      async run(ctx) {
+        started = ctx.t0;
+        sawCopyRunning = !ctx.copyDone();
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+      },
+      status: () => ({ lagTimeSeconds: 1, totalEventsApplied: 5, readyToCommit: true }),
+    };
+    const commit: CommitPhase = {
+      async commit(_ctx, markWritable) {
+        markWritable();
+      },
+    };
+    const job = await boot(directory, { phases: { changeApplication: () => cea, commit } });
+    await job.start(request());
+    for (let i = 0; i < 100 && dst.store.job?.phase !== 'copied'; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(started).toBeDefined();
+    expect(sawCopyRunning).toBe(true);
+    expect(job.progress()).toMatchObject({
+      canCommit: true,
+      info: 'change event application',
+      lagTimeSeconds: 1,
+    });
+    await job.commit();
+    expect(job.progress()).toMatchObject({
+      state: 'COMMITTED',
+      canWrite: true,
+      lagTimeSeconds: 0,
+      info: 'commit completed',
+    });
+    await expectApiError(job.reverse(), 'ReverseNotAllowed');
+  });
+
+  it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
+    const { dst, directory } = world();
+    dst.failInsert = () => new Error('E121 Document failed validation');
+    const fatal: Error[] = [];
+    const job = await boot(directory, { onFatal: (e) => fatal.push(e) });
+    await job.start(request());
+    await job.idle();
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]!.message).toContain('failed validation');
+    expect(job.progress().failure).toMatch(/failed validation/);
+    expect(dst.store.job!.phase).toBe('partitioned');
+  });
+});

@@ -1,0 +1,54 @@
+import type { Document } from 'bson';
+import type { ClusterDescription } from './cluster-description';
+
+/** Result of one unordered bulk insert. */
+export interface InsertResult {
+  inserted: number;
+  /** Documents rejected with duplicate key (11000): already copied by an earlier attempt. */
+  duplicates: number;
+}
+
+/** Index modification applied with `collMod` (restoring relaxed indexes at commit). */
+export interface IndexModification {
+  name: string;
+  unique?: boolean;
+  prepareUnique?: boolean;
+  hidden?: boolean;
+  expireAfterSeconds?: number;
+}
+
+/**
+ * The destination cluster. Writes use majority write concern; inserts bypass document
+ * validation (the source may legitimately hold documents its current validator rejects).
+ */
+export interface DestinationCluster {
+  describe(): Promise<ClusterDescription>;
+  listDatabaseNames(): Promise<string[]>;
+  /** Collection/view names of a database. */
+  listCollectionNames(database: string): Promise<string[]>;
+  listIndexes(database: string, collection: string): Promise<Document[]>;
+  /** Creates a collection (options as listCollections reported them). Exists already: no-op. */
+  createCollection(database: string, collection: string, options: Document): Promise<void>;
+  /** Creates a view. Exists already: no-op. */
+  createView(
+    database: string,
+    view: string,
+    viewOn: string,
+    pipeline: Document[],
+    options: Document,
+  ): Promise<void>;
+  /** Creates indexes; an identical existing index is not an error. */
+  createIndexes(database: string, collection: string, specs: Document[]): Promise<void>;
+  modifyIndex(database: string, collection: string, change: IndexModification): Promise<void>;
+  /**
+   * UNORDERED insert. Duplicate-key errors are counted, any other write error throws
+   * (with a message that names the namespace and the error, never a connection string).
+   */
+  insertUnordered(
+    database: string,
+    collection: string,
+    documents: Document[],
+  ): Promise<InsertResult>;
+  /** `setUserWriteBlockMode` on the destination. */
+  setUserWriteBlocking(enabled: boolean): Promise<void>;
+}

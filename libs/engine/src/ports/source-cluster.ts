@@ -1,0 +1,59 @@
+import type { Document, Timestamp } from 'bson';
+import type { ClusterDescription } from './cluster-description';
+
+/** A collection or view as `listCollections` reports it (options kept verbatim). */
+export interface CollectionInfo {
+  name: string;
+  type: 'collection' | 'view' | 'timeseries';
+  /** `listCollections` options, decoded without promotion so validators/collations stay exact. */
+  options: Document;
+}
+
+/** Bounds of an `_id` range read. Absent `min`/`max` means unbounded on that side. */
+export interface IdRange {
+  /** Inclusive lower bound (an `_id` value, any BSON type). */
+  min?: unknown;
+  /** Exclusive upper bound. */
+  max?: unknown;
+}
+
+/** One batch of a copy read: documents plus the exact number of BSON bytes they occupied. */
+export interface DocumentBatch {
+  documents: Document[];
+  /** Exact BSON size of each document (parallel to `documents`). */
+  sizes: number[];
+  /** Sum of `sizes`. */
+  bytes: number;
+}
+
+export interface ReadOptions {
+  /** `_id` range (read with index bounds, which are not type-bracketed) or natural order. */
+  range: IdRange | 'natural';
+  /** Documents per server batch; the adapter may use it as a hint only. */
+  batchSize: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The source cluster as the copy phase sees it. Documents are `bson` Documents decoded with
+ * promoteValues/promoteLongs/promoteBuffers false and bsonRegExp true, so that every BSON type
+ * (Int32 vs Double vs Int64, -0.0, Binary subtypes, regex flags) survives the round trip.
+ */
+export interface SourceCluster {
+  describe(): Promise<ClusterDescription>;
+  /** The source's current cluster time (read before anything is listed or copied: T0). */
+  clusterTime(): Promise<Timestamp>;
+  listDatabaseNames(): Promise<string[]>;
+  listCollections(database: string): Promise<CollectionInfo[]>;
+  /** Index specs as `listIndexes` returns them (unpromoted). */
+  listIndexes(database: string, collection: string): Promise<Document[]>;
+  /** `collStats`-style figures: uncompressed data size in bytes and document count. */
+  collectionStats(database: string, collection: string): Promise<{ bytes: number; count: number }>;
+  /**
+   * Up to `size` random `_id`s of the collection, sorted by the SERVER in `_id` index order
+   * (MongoDB's cross-type comparison order, which the engine does not reimplement).
+   */
+  sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]>;
+  /** Streams a range in batches; memory is bounded by one batch. */
+  read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
+}

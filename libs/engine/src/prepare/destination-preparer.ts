@@ -1,0 +1,88 @@
+import type { Document } from 'bson';
+import type { StartRequest } from '@sync/contracts';
+import type { DestinationCluster } from '../ports/destination-cluster';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { NamespaceRecord } from '../ports/job-store';
+import { planDestinationIndexes } from './index-relaxation';
+import { orderViews } from './view-order';
+
+export class DestinationNotEmptyError extends Error {
+  constructor(readonly namespaces: string[]) {
+    super(
+      `the destination already holds ${namespaces.length === 1 ? 'namespace' : 'namespaces'} selected for sync: ` +
+        `${namespaces.slice(0, 10).join(', ')}${namespaces.length > 10 ? ', …' : ''}; drop ${namespaces.length === 1 ? 'it' : 'them'} or change the filter`,
+    );
+    this.name = 'DestinationNotEmptyError';
+  }
+}
+
+/**
+ * SPEC §4.2: the destination must hold nothing in the selected namespaces. Any existing
+ * collection or view with a selected name counts (even empty): its options and indexes could
+ * differ from the source's and we would silently keep them.
+ */
+export async function assertDestinationEmpty(
+  destination: DestinationCluster,
+  namespaces: NamespaceRecord[],
+): Promise<void> {
+  const wanted = new Map<string, Set<string>>();
+  for (const ns of namespaces) {
+    if (!wanted.has(ns.database)) wanted.set(ns.database, new Set());
+    wanted.get(ns.database)!.add(ns.collection);
+  }
+  const existingDatabases = new Set(await destination.listDatabaseNames());
+  const clashes: string[] = [];
+  for (const [database, collections] of wanted) {
+    if (!existingDatabases.has(database)) continue;
+    for (const name of await destination.listCollectionNames(database)) {
+      if (collections.has(name)) clashes.push(`${database}.${name}`);
+    }
+  }
+  if (clashes.length > 0) throw new DestinationNotEmptyError(clashes.sort());
+}
+
+/**
+ * SPEC §4.2: collections with their options, then indexes (relaxed), then views (after the
+ * namespaces they read from). Idempotent, so a crash mid-way is repaired by running it again.
+ * Returns the namespaces with `relaxedIndexes` filled (persist them: commit restores from them).
+ */
+export async function prepareDestination(
+  destination: DestinationCluster,
+  request: StartRequest,
+  namespaces: NamespaceRecord[],
+  logger: EngineLogger,
+): Promise<NamespaceRecord[]> {
+  if (request.enableUserWriteBlocking) await destination.setUserWriteBlocking(true);
+  const prepared: NamespaceRecord[] = [];
+  for (const ns of namespaces) {
+    if (ns.type !== 'collection') continue;
+    await destination.createCollection(ns.database, ns.collection, collectionOptions(ns.options));
+    const plan = planDestinationIndexes(ns.indexes, request.buildIndexes);
+    if (plan.specs.length > 0)
+      await destination.createIndexes(ns.database, ns.collection, plan.specs);
+    prepared.push({ ...ns, relaxedIndexes: plan.relaxed });
+    logger.debug('collection prepared', {
+      namespace: `${ns.database}.${ns.collection}`,
+      indexes: plan.specs.length,
+      relaxed: plan.relaxed.length,
+    });
+  }
+  for (const view of orderViews(namespaces.filter((ns) => ns.type === 'view'))) {
+    const { viewOn, pipeline, ...rest } = view.options;
+    await destination.createView(
+      view.database,
+      view.collection,
+      String(viewOn),
+      (pipeline as Document[]) ?? [],
+      rest,
+    );
+    prepared.push(view);
+  }
+  return prepared;
+}
+
+/** Options that `create` accepts; `uuid`-like listing-only fields are dropped. */
+function collectionOptions(options: Document): Document {
+  const { uuid: _uuid, ...rest } = options;
+  return rest;
+}

@@ -1,0 +1,290 @@
+import { BSON, Timestamp, type Document } from 'bson';
+import type { ClusterDescription } from '../ports/cluster-description';
+import type { ClusterDirectory } from '../ports/cluster-directory';
+import type {
+  DestinationCluster,
+  IndexModification,
+  InsertResult,
+} from '../ports/destination-cluster';
+import type {
+  JobRecord,
+  JobStore,
+  NamespaceRecord,
+  PartitionRecord,
+  PersistedJob,
+} from '../ports/job-store';
+import type {
+  CollectionInfo,
+  DocumentBatch,
+  ReadOptions,
+  SourceCluster,
+} from '../ports/source-cluster';
+
+/**
+ * In-memory fakes of the ports for unit tests. `_id` order is simplified (numbers < strings <
+ * others by serialized bytes), enough to test the engine's logic, not MongoDB's comparison.
+ */
+export interface FakeCollection {
+  options: Document;
+  type: CollectionInfo['type'];
+  indexes: Document[];
+  documents: Document[];
+}
+
+export function compareIds(a: unknown, b: unknown): number {
+  const rank = (v: unknown): number => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : 2);
+  const va = unwrap(a);
+  const vb = unwrap(b);
+  if (rank(va) !== rank(vb)) return rank(va) - rank(vb);
+  if (typeof va === 'number' && typeof vb === 'number') return va - vb;
+  if (typeof va === 'string' && typeof vb === 'string') return va < vb ? -1 : va > vb ? 1 : 0;
+  return Buffer.compare(
+    Buffer.from(BSON.serialize({ v: va })),
+    Buffer.from(BSON.serialize({ v: vb })),
+  );
+}
+
+function unwrap(v: unknown): unknown {
+  if (
+    v &&
+    typeof v === 'object' &&
+    '_bsontype' in v &&
+    ['Int32', 'Double'].includes(String((v as any)._bsontype))
+  ) {
+    return (v as { valueOf(): number }).valueOf();
+  }
+  return v;
+}
+
+export class FakeCluster implements SourceCluster, DestinationCluster {
+  readonly databases = new Map<string, Map<string, FakeCollection>>();
+  time = new Timestamp({ t: 100, i: 1 });
+  writeBlocked = false;
+  /** Hooks for failure injection. */
+  failInsert: ((ns: string, docs: Document[]) => Error | null) | null = null;
+  readDelayMs = 0;
+  reads = 0;
+  readonly store: FakeJobStore;
+
+  constructor(
+    readonly name: string,
+    readonly description: ClusterDescription,
+  ) {
+    this.store = new FakeJobStore();
+  }
+
+  collection(database: string, name: string, create = true): FakeCollection | undefined {
+    let db = this.databases.get(database);
+    if (!db) {
+      if (!create) return undefined;
+      db = new Map();
+      this.databases.set(database, db);
+    }
+    let coll = db.get(name);
+    if (!coll && create) {
+      coll = {
+        options: {},
+        type: 'collection',
+        indexes: [{ v: 2, key: { _id: 1 }, name: '_id_' }],
+        documents: [],
+      };
+      db.set(name, coll);
+    }
+    return coll;
+  }
+
+  seed(
+    database: string,
+    name: string,
+    documents: Document[],
+    options: Document = {},
+  ): FakeCollection {
+    const coll = this.collection(database, name)!;
+    coll.options = options;
+    coll.documents.push(...documents);
+    return coll;
+  }
+
+  async describe(): Promise<ClusterDescription> {
+    return this.description;
+  }
+  async clusterTime(): Promise<Timestamp> {
+    return this.time;
+  }
+  async listDatabaseNames(): Promise<string[]> {
+    return [...this.databases.keys()];
+  }
+  async listCollections(database: string): Promise<CollectionInfo[]> {
+    return [...(this.databases.get(database)?.entries() ?? [])].map(([name, c]) => ({
+      name,
+      type: c.type,
+      options: c.options,
+    }));
+  }
+  async listCollectionNames(database: string): Promise<string[]> {
+    return [...(this.databases.get(database)?.keys() ?? [])];
+  }
+  async listIndexes(database: string, collection: string): Promise<Document[]> {
+    return this.collection(database, collection, false)?.indexes ?? [];
+  }
+  async collectionStats(
+    database: string,
+    collection: string,
+  ): Promise<{ bytes: number; count: number }> {
+    const docs = this.collection(database, collection, false)?.documents ?? [];
+    return { bytes: docs.reduce((s, d) => s + BSON.calculateObjectSize(d), 0), count: docs.length };
+  }
+  async sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]> {
+    const docs = this.collection(database, collection, false)?.documents ?? [];
+    const step = Math.max(1, Math.floor(docs.length / size));
+    return docs
+      .filter((_, i) => i % step === 0)
+      .slice(0, size)
+      .map((d) => d._id)
+      .sort(compareIds);
+  }
+  async *read(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<DocumentBatch> {
+    const coll = this.collection(database, collection, false);
+    if (!coll) return;
+    let docs = coll.documents;
+    if (options.range !== 'natural') {
+      const { min, max } = options.range;
+      const hasMin = 'min' in options.range;
+      const hasMax = 'max' in options.range;
+      docs = docs
+        .filter(
+          (d) =>
+            (!hasMin || compareIds(d._id, min) >= 0) && (!hasMax || compareIds(d._id, max) < 0),
+        )
+        .sort((a, b) => compareIds(a._id, b._id));
+    }
+    for (let i = 0; i < docs.length; i += options.batchSize) {
+      if (options.signal?.aborted) return;
+      this.reads++;
+      if (this.readDelayMs > 0) await new Promise((r) => setTimeout(r, this.readDelayMs));
+      const documents = docs.slice(i, i + options.batchSize);
+      const sizes = documents.map((d) => BSON.calculateObjectSize(d));
+      yield { documents, sizes, bytes: sizes.reduce((s, n) => s + n, 0) };
+    }
+  }
+  async createCollection(database: string, collection: string, options: Document): Promise<void> {
+    if (this.collection(database, collection, false)) return;
+    this.collection(database, collection)!.options = options;
+  }
+  async createView(
+    database: string,
+    view: string,
+    viewOn: string,
+    pipeline: Document[],
+    options: Document,
+  ): Promise<void> {
+    if (this.collection(database, view, false)) return;
+    const coll = this.collection(database, view)!;
+    coll.type = 'view';
+    coll.indexes = [];
+    coll.options = { viewOn, pipeline, ...options };
+  }
+  async createIndexes(database: string, collection: string, specs: Document[]): Promise<void> {
+    const coll = this.collection(database, collection)!;
+    for (const spec of specs)
+      if (!coll.indexes.some((i) => i.name === spec.name)) coll.indexes.push(spec);
+  }
+  async modifyIndex(
+    database: string,
+    collection: string,
+    change: IndexModification,
+  ): Promise<void> {
+    const index = this.collection(database, collection)!.indexes.find(
+      (i) => i.name === change.name,
+    )!;
+    const { name: _name, ...rest } = change;
+    Object.assign(index, rest);
+  }
+  async insertUnordered(
+    database: string,
+    collection: string,
+    documents: Document[],
+  ): Promise<InsertResult> {
+    const error = this.failInsert?.(`${database}.${collection}`, documents);
+    if (error) throw error;
+    const coll = this.collection(database, collection)!;
+    const ids = new Set(
+      coll.documents.map((d) => Buffer.from(BSON.serialize({ v: d._id })).toString('hex')),
+    );
+    let inserted = 0;
+    let duplicates = 0;
+    for (const doc of documents) {
+      const key = Buffer.from(BSON.serialize({ v: doc._id })).toString('hex');
+      if (ids.has(key)) duplicates++;
+      else {
+        ids.add(key);
+        coll.documents.push(doc);
+        inserted++;
+      }
+    }
+    return { inserted, duplicates };
+  }
+  async setUserWriteBlocking(enabled: boolean): Promise<void> {
+    this.writeBlocked = enabled;
+  }
+}
+
+export class FakeJobStore implements JobStore {
+  job: JobRecord | null = null;
+  namespaces = new Map<string, NamespaceRecord>();
+  partitions = new Map<string, PartitionRecord>();
+  async load(): Promise<PersistedJob | null> {
+    if (!this.job) return null;
+    return {
+      job: { ...this.job },
+      namespaces: [...this.namespaces.values()].map((n) => ({ ...n })),
+      partitions: [...this.partitions.values()].map((p) => ({ ...p })),
+    };
+  }
+  async saveJob(job: JobRecord): Promise<void> {
+    this.job = { ...job };
+  }
+  async saveNamespaces(namespaces: NamespaceRecord[]): Promise<void> {
+    for (const ns of namespaces) this.namespaces.set(ns._id, { ...ns });
+  }
+  async savePartitions(partitions: PartitionRecord[]): Promise<void> {
+    this.partitions.clear();
+    for (const p of partitions) this.partitions.set(p._id, { ...p });
+  }
+  async markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void> {
+    const p = this.partitions.get(id)!;
+    this.partitions.set(id, { ...p, status: 'done', copiedBytes, copiedDocuments });
+  }
+}
+
+export function replicaSet(setName: string, host: string): ClusterDescription {
+  return {
+    kind: 'replicaSet',
+    shardCount: 1,
+    displayHost: host,
+    fingerprint: { kind: 'replicaSet', setName, members: [host] },
+  };
+}
+
+export class FakeDirectory implements ClusterDirectory {
+  readonly clusters: Map<string, FakeCluster>;
+  constructor(...clusters: FakeCluster[]) {
+    this.clusters = new Map(clusters.map((c) => [c.name, c]));
+  }
+  names(): string[] {
+    return [...this.clusters.keys()];
+  }
+  source(name: string): SourceCluster {
+    return this.clusters.get(name)!;
+  }
+  destination(name: string): DestinationCluster {
+    return this.clusters.get(name)!;
+  }
+  jobStore(name: string): JobStore {
+    return this.clusters.get(name)!.store;
+  }
+}

@@ -1,0 +1,69 @@
+import { SyncJob, type EngineLogger, type SyncEngine, type SyncJobOptions } from '@sync/engine';
+import { makeRedactor } from './connection-string';
+import { MongoClusterDirectory } from './mongo-cluster-directory';
+
+export interface CreateSyncEngineOptions {
+  /** Launch names → connection strings (`{cluster0: 'mongodb://…', cluster1: '…'}`). */
+  clusters: Record<string, string>;
+  /** `--id`; a lone worker defaults to "worker". */
+  id?: string;
+  logger: EngineLogger;
+  /**
+   * Called once when the sync cannot go on: the boot-time restore refused the persisted job
+   * (ApiError JobClusterMismatch) or the running sync failed. The worker should log one line and
+   * exit non-zero (mongosync's behaviour: no error state, a restart resumes from persisted state).
+   */
+  onFatal?: (error: Error) => void;
+  /** Tuning and later phases (change application, commit) passed through to the engine. */
+  engine?: Partial<Omit<SyncJobOptions, 'clusters' | 'logger' | 'syncID' | 'onFatal'>>;
+}
+
+/**
+ * Composition root for a worker. Returns at once with the engine INITIALIZING (progress answers
+ * NotReady, retry is safe) while it restores any persisted job in the background; the driver
+ * connects lazily. Connection strings never reach a log line or an error text.
+ */
+export async function createSyncEngine(
+  options: CreateSyncEngineOptions,
+): Promise<SyncEngine & { ready: Promise<void> }> {
+  const redact = makeRedactor(Object.values(options.clusters));
+  const logger = redactingLogger(options.logger, redact);
+  const syncID = options.id ?? 'worker';
+  const directory = new MongoClusterDirectory(options.clusters, syncID);
+  const onFatal = (error: Error): void => {
+    error.message = redact(error.message); // keep the class (ApiError carries the error name)
+    if (options.onFatal) options.onFatal(error);
+    else logger.error('sync cannot continue', { error: `${error.name}: ${error.message}` });
+  };
+  const job = new SyncJob({
+    ...options.engine,
+    clusters: directory,
+    logger,
+    syncID,
+    onFatal,
+    redact,
+    onClose: () => directory.close(),
+  });
+  const ready = job.initialize().catch((error: unknown) => {
+    onFatal(error instanceof Error ? error : new Error(String(error)));
+    throw error;
+  });
+  ready.catch(() => undefined); // reported through onFatal; callers may also await `ready`
+  return Object.assign(job, { ready });
+}
+
+function redactingLogger(inner: EngineLogger, redact: (text: string) => string): EngineLogger {
+  const clean = (fields?: Record<string, unknown>): Record<string, unknown> | undefined => {
+    if (!fields) return fields;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(fields))
+      out[key] = typeof value === 'string' ? redact(value) : value;
+    return out;
+  };
+  return {
+    debug: (m, f) => inner.debug(redact(m), clean(f)),
+    info: (m, f) => inner.info(redact(m), clean(f)),
+    warn: (m, f) => inner.warn(redact(m), clean(f)),
+    error: (m, f) => inner.error(redact(m), clean(f)),
+  };
+}

@@ -1,0 +1,68 @@
+import type { ClusterDirectory, DestinationCluster, JobStore, SourceCluster } from '@sync/engine';
+import { MongoClient } from 'mongodb';
+import { displayHost } from './connection-string';
+import { MongoDestinationCluster } from './mongo-destination-cluster';
+import { MongoJobStore } from './mongo-job-store';
+import { MongoSourceCluster } from './mongo-source-cluster';
+
+interface Entry {
+  client: MongoClient;
+  source: MongoSourceCluster;
+  destination: MongoDestinationCluster;
+  store: MongoJobStore;
+}
+
+/**
+ * One MongoClient per launched cluster (the driver connects lazily on first use), with the
+ * settings a sync needs regardless of the URI: majority reads and writes, primary reads,
+ * retryable writes.
+ */
+export class MongoClusterDirectory implements ClusterDirectory {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(clusters: Record<string, string>, syncID: string) {
+    for (const [name, uri] of Object.entries(clusters)) {
+      const client = new MongoClient(uri, {
+        appName: 'cluster-sync',
+        readConcern: { level: 'majority' },
+        writeConcern: { w: 'majority', j: true },
+        readPreference: 'primary',
+        retryWrites: true,
+        retryReads: true,
+      });
+      const host = displayHost(uri);
+      this.entries.set(name, {
+        client,
+        source: new MongoSourceCluster(client, host),
+        destination: new MongoDestinationCluster(client, host),
+        store: new MongoJobStore(client, syncID),
+      });
+    }
+  }
+
+  names(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  source(name: string): SourceCluster {
+    return this.entry(name).source;
+  }
+
+  destination(name: string): DestinationCluster {
+    return this.entry(name).destination;
+  }
+
+  jobStore(name: string): JobStore {
+    return this.entry(name).store;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.entries.values()].map((e) => e.client.close()));
+  }
+
+  private entry(name: string): Entry {
+    const entry = this.entries.get(name);
+    if (!entry) throw new Error(`cluster ${JSON.stringify(name)} was not configured at launch`);
+    return entry;
+  }
+}

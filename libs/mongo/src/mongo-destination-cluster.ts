@@ -1,0 +1,122 @@
+import type {
+  ClusterDescription,
+  DestinationCluster,
+  IndexModification,
+  InsertResult,
+} from '@sync/engine';
+import type { Document } from 'bson';
+import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb';
+import { inspectCluster } from './cluster-inspector';
+import { EXACT_BSON } from './exact-bson';
+
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_EXISTS = 48;
+
+/** DestinationCluster over the official driver (majority writes come from the client options). */
+export class MongoDestinationCluster implements DestinationCluster {
+  constructor(
+    private readonly client: MongoClient,
+    private readonly host: string,
+  ) {}
+
+  describe(): Promise<ClusterDescription> {
+    return inspectCluster(this.client, this.host);
+  }
+
+  async listDatabaseNames(): Promise<string[]> {
+    const reply = await this.client.db('admin').command({ listDatabases: 1, nameOnly: true });
+    return ((reply.databases as Array<{ name: string }>) ?? []).map((d) => d.name);
+  }
+
+  async listCollectionNames(database: string): Promise<string[]> {
+    const infos = await this.client.db(database).listCollections({}, { nameOnly: true }).toArray();
+    return infos.map((i) => i.name);
+  }
+
+  async listIndexes(database: string, collection: string): Promise<Document[]> {
+    return this.client.db(database).collection(collection).listIndexes(EXACT_BSON).toArray();
+  }
+
+  async createCollection(database: string, collection: string, options: Document): Promise<void> {
+    await this.ignoreExists(this.client.db(database).command({ create: collection, ...options }));
+  }
+
+  async createView(
+    database: string,
+    view: string,
+    viewOn: string,
+    pipeline: Document[],
+    options: Document,
+  ): Promise<void> {
+    await this.ignoreExists(
+      this.client.db(database).command({ create: view, viewOn, pipeline, ...options }),
+    );
+  }
+
+  async createIndexes(database: string, collection: string, specs: Document[]): Promise<void> {
+    await this.client.db(database).command({ createIndexes: collection, indexes: specs });
+  }
+
+  async modifyIndex(
+    database: string,
+    collection: string,
+    change: IndexModification,
+  ): Promise<void> {
+    await this.client.db(database).command({ collMod: collection, index: { ...change } });
+  }
+
+  /**
+   * Unordered insertMany bypassing validation. Duplicate keys (11000) are documents an earlier
+   * attempt already copied; any other write error, or a write concern error, is thrown.
+   */
+  async insertUnordered(
+    database: string,
+    collection: string,
+    documents: Document[],
+  ): Promise<InsertResult> {
+    if (documents.length === 0) return { inserted: 0, duplicates: 0 };
+    try {
+      const result = await this.client
+        .db(database)
+        .collection(collection)
+        .insertMany(documents, { ordered: false, bypassDocumentValidation: true });
+      return { inserted: result.insertedCount, duplicates: 0 };
+    } catch (error) {
+      if (
+        error instanceof MongoBulkWriteError &&
+        !error.writeConcernError &&
+        !hasWriteConcernErrors(error)
+      ) {
+        const errors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+        const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
+        if (others.length === 0)
+          return { inserted: error.insertedCount, duplicates: errors.length };
+        const first = others[0]!;
+        throw new Error(
+          `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  async setUserWriteBlocking(enabled: boolean): Promise<void> {
+    await this.client.db('admin').command({ setUserWriteBlockMode: 1, global: enabled });
+  }
+
+  private async ignoreExists(command: Promise<Document>): Promise<void> {
+    try {
+      await command;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_EXISTS) return;
+      throw error;
+    }
+  }
+}
+
+function hasWriteConcernErrors(error: MongoBulkWriteError): boolean {
+  const result = error.result as unknown as { getWriteConcernError?: () => unknown } | undefined;
+  return (
+    typeof result?.getWriteConcernError === 'function' && Boolean(result.getWriteConcernError())
+  );
+}

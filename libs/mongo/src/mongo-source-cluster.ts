@@ -1,0 +1,131 @@
+import type {
+  ClusterDescription,
+  CollectionInfo,
+  DocumentBatch,
+  ReadOptions,
+  SourceCluster,
+} from '@sync/engine';
+import { BSON, Timestamp, type Document } from 'bson';
+import type { FindOptions, MongoClient } from 'mongodb';
+import { inspectCluster } from './cluster-inspector';
+import { EXACT_BSON, toNumber } from './exact-bson';
+
+/** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
+export class MongoSourceCluster implements SourceCluster {
+  constructor(
+    private readonly client: MongoClient,
+    private readonly host: string,
+  ) {}
+
+  describe(): Promise<ClusterDescription> {
+    return inspectCluster(this.client, this.host);
+  }
+
+  /**
+   * The cluster time every reply gossips (`$clusterTime`), falling back to `operationTime`: it is
+   * at or after every write the cluster has acknowledged, which is what T0 must be.
+   */
+  async clusterTime(): Promise<Timestamp> {
+    const reply = await this.client.db('admin').command({ ping: 1 });
+    const time =
+      (reply.$clusterTime as { clusterTime?: unknown } | undefined)?.clusterTime ??
+      reply.operationTime;
+    if (
+      time instanceof Timestamp ||
+      (time && (time as { _bsontype?: string })._bsontype === 'Timestamp')
+    ) {
+      return time as Timestamp;
+    }
+    const note = await this.client
+      .db('admin')
+      .command({ appendOplogNote: 1, data: { msg: 'cluster-sync T0' } });
+    if (note.operationTime) return note.operationTime as Timestamp;
+    throw new Error(
+      'the source did not report a cluster time (is it a replica set or sharded cluster?)',
+    );
+  }
+
+  async listDatabaseNames(): Promise<string[]> {
+    const reply = await this.client.db('admin').command({ listDatabases: 1, nameOnly: true });
+    return ((reply.databases as Array<{ name: string }>) ?? []).map((d) => d.name);
+  }
+
+  async listCollections(database: string): Promise<CollectionInfo[]> {
+    const infos = await this.client
+      .db(database)
+      .listCollections({}, { ...EXACT_BSON, nameOnly: false })
+      .toArray();
+    return infos.map((info) => ({
+      name: info.name,
+      type:
+        info.type === 'view' ? 'view' : info.type === 'timeseries' ? 'timeseries' : 'collection',
+      options: (info as { options?: Document }).options ?? {},
+    }));
+  }
+
+  async listIndexes(database: string, collection: string): Promise<Document[]> {
+    return this.client.db(database).collection(collection).listIndexes(EXACT_BSON).toArray();
+  }
+
+  async collectionStats(
+    database: string,
+    collection: string,
+  ): Promise<{ bytes: number; count: number }> {
+    const reply = await this.client.db(database).command({ collStats: collection });
+    return { bytes: toNumber(reply.size), count: toNumber(reply.count) };
+  }
+
+  /** `$sample` then a server-side `$sort` on `_id`: MongoDB orders mixed-type ids for us. */
+  async sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]> {
+    const docs = await this.client
+      .db(database)
+      .collection(collection)
+      .aggregate([{ $sample: { size } }, { $project: { _id: 1 } }, { $sort: { _id: 1 } }], {
+        ...EXACT_BSON,
+        allowDiskUse: true,
+      })
+      .toArray();
+    return docs.map((d) => d._id);
+  }
+
+  /**
+   * Streams a partition. `_id` ranges use hint + min/max index bounds (not `$gte/$lt`, which are
+   * type-bracketed); documents arrive RAW so each one's exact byte size is known, then decode.
+   */
+  async *read(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<DocumentBatch> {
+    const find: FindOptions = { raw: true, batchSize: options.batchSize };
+    if (options.range === 'natural') {
+      find.hint = { $natural: 1 };
+    } else {
+      find.hint = { _id: 1 };
+      if ('min' in options.range) find.min = { _id: options.range.min };
+      if ('max' in options.range) find.max = { _id: options.range.max };
+    }
+    const cursor = this.client.db(database).collection(collection).find({}, find);
+    try {
+      let documents: Document[] = [];
+      let sizes: number[] = [];
+      let bytes = 0;
+      for await (const raw of cursor as AsyncIterable<unknown>) {
+        const buffer = raw as Uint8Array;
+        documents.push(BSON.deserialize(buffer, EXACT_BSON));
+        sizes.push(buffer.byteLength);
+        bytes += buffer.byteLength;
+        if (documents.length >= options.batchSize) {
+          yield { documents, sizes, bytes };
+          if (options.signal?.aborted) return;
+          documents = [];
+          sizes = [];
+          bytes = 0;
+        }
+      }
+      if (documents.length > 0) yield { documents, sizes, bytes };
+    } finally {
+      await cursor.close().catch(() => undefined);
+    }
+  }
+}

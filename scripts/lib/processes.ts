@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/** A child process started by a script, with its first JSON line of stdout. */
+export interface Started<T> {
+  child: ChildProcess;
+  firstLine: T;
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawns `node <args>` and resolves with the first stdout line that parses as JSON.
+ * stderr is collected so a failure to start explains itself.
+ */
+export function startNodeProcess<T>(args: string[], timeoutMs = 30_000): Promise<Started<T>> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`process did not start within ${timeoutMs} ms: ${stderr.trim()}`));
+    }, timeoutMs);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      let parsed: T;
+      try {
+        parsed = JSON.parse(line) as T;
+      } catch {
+        return;
+      }
+      clearTimeout(timer);
+      lines.removeAllListeners('line');
+      child.stdout?.resume();
+      resolve({ child, firstLine: parsed, stop: () => stopProcess(child) });
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited with ${code} before starting: ${stderr.trim()}`));
+    });
+  });
+}
+
+export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}

@@ -1,0 +1,118 @@
+import { startReplicaSet } from '@sync/mongo-emulator';
+import { ChangeApplier, type DdlNotice } from '@sync/engine/apply';
+import { MongoChangeFeed } from '@sync/mongo/change-feed';
+import { MongoChangeWriter } from '@sync/mongo/change-writer';
+import { MongoCheckpointStore } from '@sync/mongo/change-checkpoint-store';
+import { MongoDocumentLookup } from '@sync/mongo/change-lookup';
+import { EXACT_BSON } from '@sync/mongo/exact-bson';
+import { BSON, Decimal128, Double, Int32, Long, type Document, type Timestamp } from 'bson';
+import { MongoClient } from 'mongodb';
+
+/** Test documents with any `_id` type. */
+type AnyDoc = { _id: unknown } & Document;
+
+type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
+
+/** Latest cluster time of a deployment (what the commit point is read as). */
+async function clusterTime(client: MongoClient): Promise<Timestamp> {
+  const reply = await client.db('admin').command({ ping: 1 });
+  return (reply.operationTime ?? reply.$clusterTime?.clusterTime) as Timestamp;
+}
+
+async function dump(client: MongoClient, db: string, coll: string): Promise<string[]> {
+  const docs = await client.db(db).collection(coll).find({}, EXACT_BSON).sort({ _id: 1 }).toArray();
+  return docs.map((d: Document) => Buffer.from(BSON.serialize(d)).toString('hex'));
+}
+
+describe('change application against emulated replica sets', () => {
+  let source: Cluster;
+  let destination: Cluster;
+  let src: MongoClient;
+  let dst: MongoClient;
+
+  beforeAll(async () => {
+    source = await startReplicaSet();
+    destination = await startReplicaSet();
+    src = await new MongoClient(source.uri).connect();
+    dst = await new MongoClient(destination.uri).connect();
+  });
+
+  afterAll(async () => {
+    await src?.close();
+    await dst?.close();
+    await source?.stop();
+    await destination?.stop();
+  });
+
+  it('replays CRUD and DDL from T0 so the destination equals the source byte for byte', async () => {
+    const t0 = await clusterTime(src);
+    const db = src.db('shop');
+    const c = db.collection<AnyDoc>('items');
+    await db.createCollection('items');
+    await c.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
+    await c.insertMany([
+      { _id: new Int32(1), sku: 'a', n: new Int32(1), l: Long.fromNumber(5), d: new Double(1.5) },
+      { _id: new Int32(2), sku: 'b', nested: { x: new Int32(1), y: 'keep' }, arr: [1, 2, 3, 4, 5] },
+      { _id: new Int32(3), sku: 'c', dec: Decimal128.fromString('1.10'), tags: ['x', 'y', 'z'] },
+      { _id: new Int32(4), sku: 'd' },
+    ]);
+    await c.updateOne(
+      { _id: new Int32(1) },
+      { $inc: { n: new Int32(2), l: Long.fromNumber(1), d: new Double(0.25) } },
+    );
+    await c.updateOne(
+      { _id: new Int32(2) },
+      { $set: { 'nested.x': new Int32(9), 'nested.z': true }, $unset: { 'nested.y': '' } },
+    );
+    await c.updateOne({ _id: new Int32(2) }, [{ $set: { arr: { $slice: ['$arr', 2] } } }]);
+    await c.updateOne({ _id: new Int32(3) }, {
+      $inc: { dec: Decimal128.fromString('0.01') },
+      $push: { tags: 'w' },
+    } as Document);
+    await c.updateOne({ _id: new Int32(3) }, { $pull: { tags: 'x' } } as Document);
+    await c.updateOne({ _id: new Int32(3) }, { $pop: { tags: 1 } });
+    await c.replaceOne({ _id: new Int32(4) }, { sku: 'd2', replaced: true });
+    await c.deleteOne({ _id: new Int32(1) });
+    await db.createCollection('temp');
+    await db.collection<AnyDoc>('temp').insertOne({ _id: 1, v: 'moved' });
+    await db.collection<AnyDoc>('temp').rename('renamed');
+    await src.db('scratch').collection<AnyDoc>('gone').insertOne({ _id: 1 });
+    await src.db('scratch').dropDatabase();
+    await db.collection<AnyDoc>('dropme').insertOne({ _id: 1 });
+    await db.collection<AnyDoc>('dropme').drop();
+    const commitPoint = await clusterTime(src);
+
+    const notices: DdlNotice[] = [];
+    const applier = new ChangeApplier({
+      feed: new MongoChangeFeed(src, { maxAwaitTimeMS: 200 }),
+      writer: new MongoChangeWriter(dst),
+      lookup: new MongoDocumentLookup(src),
+      checkpoints: new MongoCheckpointStore(dst, 'changeEvents:test'),
+      selected: () => true,
+      startAtOperationTime: t0,
+      listener: { onDdl: async (n) => void notices.push(n) },
+    });
+    const ctrl = new AbortController();
+    const running = applier.run(ctrl.signal);
+    try {
+      await applier.waitUntilApplied(commitPoint);
+    } finally {
+      ctrl.abort();
+      await running;
+    }
+
+    expect(await dump(dst, 'shop', 'items')).toEqual(await dump(src, 'shop', 'items'));
+    expect(await dump(dst, 'shop', 'renamed')).toEqual(await dump(src, 'shop', 'renamed'));
+    const names = (await dst.db('shop').listCollections({}, { nameOnly: true }).toArray()).map(
+      (x) => x.name,
+    );
+    expect(names.sort()).toEqual(['items', 'renamed']);
+    const indexes = await dst.db('shop').collection<AnyDoc>('items').listIndexes().toArray();
+    expect(indexes.find((i) => i.name === 'sku_1')?.unique).toBeUndefined();
+    expect(notices).toContainEqual(expect.objectContaining({ kind: 'indexesRelaxed' }));
+    expect(applier.lagSeconds(await clusterTime(src))).toBeLessThanOrEqual(1);
+
+    const saved = await new MongoCheckpointStore(dst, 'changeEvents:test').load();
+    expect(saved?.resumeToken).toBeDefined();
+  });
+});

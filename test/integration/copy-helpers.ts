@@ -1,0 +1,66 @@
+import { EXACT_BSON, createSyncEngine } from '@sync/mongo';
+import { silentLogger, type SyncJob } from '@sync/engine';
+import type { StartRequest } from '@sync/contracts';
+import { BSON, type Document } from 'bson';
+import type { MongoClient } from 'mongodb';
+
+export const baseRequest: StartRequest = {
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes: 'beforeDataCopy',
+  enableUserWriteBlocking: false,
+  reversible: false,
+};
+
+/** Runs a sync until its copy is done; small partitions so that ranges really are exercised. */
+export async function copyWith(
+  sourceUri: string,
+  destinationUri: string,
+  request: StartRequest,
+): Promise<SyncJob> {
+  const engine = await createSyncEngine({
+    clusters: { cluster0: sourceUri, cluster1: destinationUri },
+    logger: silentLogger,
+    engine: {
+      partitioning: { targetBytes: 16 * 1024, maxPartitions: 16, oversampling: 8 },
+      copier: {
+        concurrency: 4,
+        readBatchSize: 200,
+        writeBatchDocuments: 300,
+        writeBatchBytes: 256 * 1024,
+      },
+    },
+  });
+  await engine.ready;
+  await engine.start(request);
+  const job = engine as unknown as SyncJob;
+  await job.idle();
+  return job;
+}
+
+export async function userNamespaces(client: MongoClient): Promise<string[]> {
+  const { databases } = await client.db('admin').admin().listDatabases({ nameOnly: true });
+  const out: string[] = [];
+  for (const { name } of databases) {
+    if (['admin', 'config', 'local', 'sync_reserved_for_internal_use'].includes(name)) continue;
+    for (const c of await client.db(name).listCollections({}, { nameOnly: true }).toArray()) {
+      if (!c.name.startsWith('system.')) out.push(`${name}.${c.name}`);
+    }
+  }
+  return out.sort();
+}
+
+/** Every document as exact serialized bytes, in `_id` order (natural order for capped). */
+export async function documentBytes(
+  client: MongoClient,
+  db: string,
+  coll: string,
+  natural = false,
+): Promise<string[]> {
+  const docs: Document[] = await client
+    .db(db)
+    .collection(coll)
+    .find({}, { ...EXACT_BSON, sort: natural ? { $natural: 1 } : { _id: 1 } })
+    .toArray();
+  return docs.map((d) => Buffer.from(BSON.serialize(d)).toString('hex'));
+}
