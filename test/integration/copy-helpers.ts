@@ -34,8 +34,23 @@ export async function copyWith(
   await engine.ready;
   await engine.start(request);
   const job = engine as unknown as SyncJob;
-  await job.idle();
+  // Change application keeps RUNNING busy forever: the copy is done once info moves on.
+  await waitFor(() => job.progress().info === 'change event application', 30_000);
   return job;
+}
+
+/** Polls `predicate` (sync or async) until it holds. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await predicate()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export async function userNamespaces(client: MongoClient): Promise<string[]> {

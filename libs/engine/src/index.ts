@@ -11,5 +11,6 @@ export * from './copy/copier';
 export * from './copy/copy-tally';
 export * from './copy/insert-batcher';
 export * from './job/phases';
+export * from './job/change-event-application';
 export * from './job/progress-report';
 export * from './job/sync-job';

@@ -1,4 +1,15 @@
-import { SyncJob, type EngineLogger, type SyncEngine, type SyncJobOptions } from '@sync/engine';
+import {
+  ChangeEventApplication,
+  SyncJob,
+  type ChangeEventApplicationOptions,
+  type EngineLogger,
+  type SyncEngine,
+  type SyncJobOptions,
+} from '@sync/engine';
+import { MongoCheckpointStore } from './change-checkpoint-store';
+import { MongoChangeFeed, type MongoChangeFeedOptions } from './change-feed';
+import { MongoDocumentLookup } from './change-lookup';
+import { MongoChangeWriter } from './change-writer';
 import { makeRedactor } from './connection-string';
 import { MongoClusterDirectory } from './mongo-cluster-directory';
 
@@ -16,6 +27,10 @@ export interface CreateSyncEngineOptions {
   onFatal?: (error: Error) => void;
   /** Tuning and later phases (change application, commit) passed through to the engine. */
   engine?: Partial<Omit<SyncJobOptions, 'clusters' | 'logger' | 'syncID' | 'onFatal'>>;
+  /** Change application tuning (the adapters are wired here). */
+  changeApplication?: Omit<ChangeEventApplicationOptions, 'ports'> & {
+    feed?: MongoChangeFeedOptions;
+  };
 }
 
 /**
@@ -36,6 +51,7 @@ export async function createSyncEngine(
     else logger.error('sync cannot continue', { error: `${error.name}: ${error.message}` });
   };
   const job = new SyncJob({
+    phases: { changeApplication: mongoChangeApplication(directory, options.changeApplication) },
     ...options.engine,
     clusters: directory,
     logger,
@@ -50,6 +66,30 @@ export async function createSyncEngine(
   });
   ready.catch(() => undefined); // reported through onFatal; callers may also await `ready`
   return Object.assign(job, { ready });
+}
+
+/**
+ * The change-application factory over a directory's clients: one pass per call, with adapters
+ * that follow the job's current direction (a reverse swaps source and destination).
+ */
+export function mongoChangeApplication(
+  directory: MongoClusterDirectory,
+  options: CreateSyncEngineOptions['changeApplication'] = {},
+): () => ChangeEventApplication {
+  return () =>
+    new ChangeEventApplication({
+      ...options,
+      ports: (ctx) => {
+        const source = directory.client(ctx.job.source.name);
+        const destination = directory.client(ctx.job.destination.name);
+        return {
+          feed: new MongoChangeFeed(source, options.feed),
+          writer: new MongoChangeWriter(destination),
+          lookup: new MongoDocumentLookup(source),
+          checkpoints: new MongoCheckpointStore(destination, `changeEvents:${ctx.checkpointKey}`),
+        };
+      },
+    });
 }
 
 function redactingLogger(inner: EngineLogger, redact: (text: string) => string): EngineLogger {

@@ -6,3 +6,7 @@ export * from './mongo-destination-cluster';
 export * from './mongo-job-store';
 export * from './mongo-cluster-directory';
 export * from './create-sync-engine';
+export * from './change-feed';
+export * from './change-writer';
+export * from './change-checkpoint-store';
+export * from './change-lookup';

@@ -56,6 +56,11 @@ export class MongoClusterDirectory implements ClusterDirectory {
     return this.entry(name).store;
   }
 
+  /** The driver client of a launched cluster (change application adapters). */
+  client(name: string): MongoClient {
+    return this.entry(name).client;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.entries.values()].map((e) => e.client.close()));
   }

@@ -4,13 +4,14 @@ import type {
   IndexModification,
   InsertResult,
 } from '@sync/engine';
-import type { Document } from 'bson';
+import type { Document, Timestamp } from 'bson';
 import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
 import { EXACT_BSON } from './exact-bson';
 
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
+const NAMESPACE_NOT_FOUND = 26;
 
 /** DestinationCluster over the official driver (majority writes come from the client options). */
 export class MongoDestinationCluster implements DestinationCluster {
@@ -21,6 +22,26 @@ export class MongoDestinationCluster implements DestinationCluster {
 
   describe(): Promise<ClusterDescription> {
     return inspectCluster(this.client, this.host);
+  }
+
+  async clusterTime(): Promise<Timestamp> {
+    const reply = await this.client
+      .db('admin')
+      .command({ appendOplogNote: 1, data: { msg: 'cluster-sync destination time' } });
+    const time =
+      reply.operationTime ??
+      (reply.$clusterTime as { clusterTime?: unknown } | undefined)?.clusterTime;
+    if (!time) throw new Error('the destination did not report a cluster time');
+    return time as Timestamp;
+  }
+
+  async dropCollection(database: string, collection: string): Promise<void> {
+    try {
+      await this.client.db(database).command({ drop: collection });
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return;
+      throw error;
+    }
   }
 
   async listDatabaseNames(): Promise<string[]> {

@@ -79,6 +79,11 @@ export class MongoJobStore implements JobStore {
     );
   }
 
+  async deleteNamespaces(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.collection('namespaces').deleteMany({ _id: { $in: ids as never[] } });
+  }
+
   /** Replaces the job's whole partition set (a re-run of partitioning must not leave stale ranges). */
   async savePartitions(partitions: PartitionRecord[]): Promise<void> {
     await this.collection('partitions').deleteMany({ syncID: this.syncID });

@@ -88,6 +88,22 @@ export class MongoSourceCluster implements SourceCluster {
     return docs.map((d) => d._id);
   }
 
+  async setUserWriteBlocking(enabled: boolean): Promise<void> {
+    await this.client.db('admin').command({ setUserWriteBlockMode: 1, global: enabled });
+  }
+
+  /** `appendOplogNote`: its operationTime is the note's own oplog time. */
+  async writeNoop(message: string): Promise<Timestamp> {
+    const reply = await this.client
+      .db('admin')
+      .command({ appendOplogNote: 1, data: { msg: message } });
+    const time =
+      reply.operationTime ??
+      (reply.$clusterTime as { clusterTime?: unknown } | undefined)?.clusterTime;
+    if (!time) throw new Error('appendOplogNote did not report an operation time');
+    return time as Timestamp;
+  }
+
   /**
    * Streams a partition. `_id` ranges use hint + min/max index bounds (not `$gte/$lt`, which are
    * type-bracketed); documents arrive RAW so each one's exact byte size is known, then decode.

@@ -2,7 +2,7 @@ import { nsKey } from './change-event';
 import type { DdlAction } from './ddl-event';
 import { ApplyError } from './errors';
 import { isSyncedNamespace } from './namespace-rules';
-import type { ApplyListener, ChangeWriter, NamespacePredicate } from './ports';
+import type { ApplyListener, ChangeWriter, DdlScope, NamespacePredicate } from './ports';
 
 export interface DdlExecutorDeps {
   writer: ChangeWriter;
@@ -17,6 +17,35 @@ export interface DdlExecutorDeps {
  * replays from the last checkpoint, which may precede the DDL.
  */
 export async function executeDdl(action: DdlAction, deps: DdlExecutorDeps): Promise<void> {
+  const scopes = scopesOf(action);
+  if (scopes.length === 0 || !deps.listener?.beforeDdl) return runDdl(action, deps);
+  await deps.listener.beforeDdl(scopes);
+  try {
+    await runDdl(action, deps);
+  } finally {
+    await deps.listener.afterDdl?.(scopes);
+  }
+}
+
+/** Namespaces whose destination collection a DDL drops, moves or re-creates. */
+function scopesOf(action: DdlAction): DdlScope[] {
+  switch (action.kind) {
+    case 'dropCollection':
+    case 'needsCopy':
+      return [{ db: action.ns.db, coll: action.ns.coll }];
+    case 'renameCollection':
+      return [
+        { db: action.from.db, coll: action.from.coll },
+        { db: action.to.db, coll: action.to.coll },
+      ];
+    case 'dropDatabase':
+      return [{ db: action.db }];
+    default:
+      return [];
+  }
+}
+
+async function runDdl(action: DdlAction, deps: DdlExecutorDeps): Promise<void> {
   const { writer, listener } = deps;
   switch (action.kind) {
     case 'createCollection':

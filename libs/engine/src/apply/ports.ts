@@ -126,7 +126,21 @@ export type DdlNotice =
   | { kind: 'indexChanged'; ns: Namespace; index: IndexOptionChange }
   | { kind: 'indexesDropped'; ns: Namespace; names: string[] };
 
+/** Namespaces a DDL is about to change on the destination (`coll` absent: the whole database). */
+export interface DdlScope {
+  db: string;
+  coll?: string;
+}
+
 export interface ApplyListener {
+  /**
+   * Called before a DDL that drops, renames or re-creates namespaces runs on the destination,
+   * with every namespace it touches; `afterDdl` follows (also when the DDL failed). Lets the
+   * copy engine stop writing into those namespaces first (an insert landing after a drop would
+   * silently re-create the collection).
+   */
+  beforeDdl?(scopes: DdlScope[]): Promise<void>;
+  afterDdl?(scopes: DdlScope[]): Promise<void>;
   onDdl?(notice: DdlNotice): Promise<void>;
   /** Called once per event the translator decided not to apply (filter, system...). */
   onIgnored?(event: ChangeEvent, reason: string): void;

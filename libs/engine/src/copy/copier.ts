@@ -42,8 +42,21 @@ export class Copier {
     private readonly options: CopierOptions = DEFAULT_COPIER,
   ) {}
 
-  /** Copies every pending partition. Resolves 'aborted' when `signal` fired; throws on failure. */
-  async run(partitions: PartitionRecord[], signal: AbortSignal): Promise<CopyOutcome> {
+  private readonly active = new Map<
+    PartitionRecord,
+    { controller: AbortController; settled: Promise<void> }
+  >();
+
+  /**
+   * Copies every pending partition. Resolves 'aborted' when `signal` fired; throws on failure.
+   * `skip` is asked when a partition is about to start (namespaces frozen by a DDL); a skipped
+   * or cancelled partition stays pending.
+   */
+  async run(
+    partitions: PartitionRecord[],
+    signal: AbortSignal,
+    skip: (partition: PartitionRecord) => boolean = () => false,
+  ): Promise<CopyOutcome> {
     const queue = partitions.filter((p) => p.status !== 'done');
     const failure = new AbortController();
     const stop = AbortSignal.any([signal, failure.signal]);
@@ -52,13 +65,23 @@ export class Copier {
     const worker = async (): Promise<void> => {
       while (!stop.aborted && next < queue.length) {
         const partition = queue[next++]!;
+        if (partition.status === 'done' || skip(partition)) continue;
+        // Registered in the same tick as picked: `cancel` can never miss a starting partition.
+        const controller = new AbortController();
+        let settle!: () => void;
+        const settled = new Promise<void>((resolve) => (settle = resolve));
+        this.active.set(partition, { controller, settled });
         try {
-          await this.copyPartition(partition, stop);
+          await this.copyPartition(partition, AbortSignal.any([stop, controller.signal]));
         } catch (error) {
+          if (controller.signal.aborted && !stop.aborted) continue; // cancelled by a DDL
           if (stop.aborted && firstError === null && !(error instanceof CopyWriteError)) return;
           firstError ??= error;
           failure.abort();
           return;
+        } finally {
+          this.active.delete(partition);
+          settle();
         }
       }
     };
@@ -69,6 +92,20 @@ export class Copier {
     await Promise.all(workers);
     if (firstError !== null) throw firstError;
     return signal.aborted ? 'aborted' : 'completed';
+  }
+
+  /**
+   * Stops the in-flight partitions `match` selects and resolves once none of their writes can
+   * still land (a DDL on their namespace is about to run on the destination). They stay pending.
+   */
+  async cancel(match: (partition: PartitionRecord) => boolean): Promise<void> {
+    const waits: Promise<void>[] = [];
+    for (const [partition, entry] of this.active) {
+      if (!match(partition)) continue;
+      entry.controller.abort();
+      waits.push(entry.settled);
+    }
+    await Promise.all(waits);
   }
 
   private async copyPartition(partition: PartitionRecord, signal: AbortSignal): Promise<void> {

@@ -2,7 +2,8 @@ import { ApiError, type StartRequest } from '@sync/contracts';
 import { BSON, Int32 } from 'bson';
 import { silentLogger } from '../ports/engine-logger';
 import { FakeCluster, FakeDirectory, replicaSet } from '../testing/in-memory-clusters';
-import type { ChangeApplication, CommitPhase } from './phases';
+import { HistoryLostError } from '../apply/errors';
+import type { ChangeApplication, PhaseContext } from './phases';
 import { SyncJob, type SyncJobOptions } from './sync-job';
 
 const request = (overrides: Partial<StartRequest> = {}): StartRequest => ({
@@ -58,6 +59,48 @@ async function boot(
   });
   await job.initialize();
   return job;
+}
+
+async function until(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** A change application that applies nothing, reports lag 1 s, and records its passes. */
+function fakeApplication(options: { ready?: boolean; onRun?: (ctx: PhaseContext) => void } = {}) {
+  const state = {
+    contexts: [] as PhaseContext[],
+    waitedFor: [] as unknown[],
+    sawCopyRunning: false,
+    factory: (): ChangeApplication => {
+      let running = false;
+      return {
+        async run(ctx) {
+          state.contexts.push(ctx);
+          options.onRun?.(ctx);
+          if (!ctx.copyDone()) state.sawCopyRunning = true;
+          running = true;
+          await new Promise<void>((resolve) => {
+            if (ctx.signal.aborted) resolve();
+            ctx.signal.addEventListener('abort', () => resolve());
+          });
+          running = false;
+        },
+        status: () => ({
+          lagTimeSeconds: 1,
+          totalEventsApplied: 5,
+          readyToCommit: running && options.ready !== false,
+        }),
+        async waitUntilApplied(point) {
+          state.waitedFor.push(point);
+        },
+      };
+    },
+  };
+  return state;
 }
 
 async function expectApiError(promise: Promise<unknown>, name: string): Promise<ApiError> {
@@ -253,41 +296,193 @@ describe('SyncJob', () => {
   });
 
   it('change application runs from T0 concurrently with the copy and enables commit', async () => {
-    const { dst, directory } = world();
-    let sawCopyRunning = false;
-    let started: unknown = null;
-    const cea: ChangeApplication = {
-      async run(ctx) {
-        started = ctx.t0;
-        sawCopyRunning = !ctx.copyDone();
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
-      },
-      status: () => ({ lagTimeSeconds: 1, totalEventsApplied: 5, readyToCommit: true }),
-    };
-    const commit: CommitPhase = {
-      async commit(_ctx, markWritable) {
-        markWritable();
-      },
-    };
-    const job = await boot(directory, { phases: { changeApplication: () => cea, commit } });
-    await job.start(request());
-    for (let i = 0; i < 100 && dst.store.job?.phase !== 'copied'; i++)
-      await new Promise((r) => setTimeout(r, 10));
-    expect(started).toBeDefined();
-    expect(sawCopyRunning).toBe(true);
+    const { src, dst, directory } = world();
+    const fake = fakeApplication();
+    const job = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await job.start(request({ enableUserWriteBlocking: true }));
+    expect(dst.writeBlocked).toBe(true);
+    await until(() => job.progress().canCommit === true);
+    expect(fake.contexts[0]!.startAt).toEqual(dst.store.job!.t0);
+    expect(fake.sawCopyRunning).toBe(true);
+    // the copy's completion starts a drain pass from T0 with a fresh checkpoint key
+    expect(fake.contexts.length).toBeGreaterThanOrEqual(2);
+    const drain = fake.contexts[fake.contexts.length - 1]!;
+    expect(drain.startAt).toEqual(dst.store.job!.t0);
+    expect(drain.checkpointKey).not.toBe(fake.contexts[0]!.checkpointKey);
     expect(job.progress()).toMatchObject({
       canCommit: true,
       info: 'change event application',
       lagTimeSeconds: 1,
     });
     await job.commit();
+    expect(['COMMITTING', 'COMMITTED']).toContain(job.state);
+    await job.idle();
+    expect(src.writeBlocked).toBe(true);
+    expect(dst.writeBlocked).toBe(false);
+    expect(fake.waitedFor).toHaveLength(1);
+    const relaxedUnique = dst.collection('shop', 'c0')!.indexes.find((i) => i.name === 'email_1');
+    expect(relaxedUnique).toMatchObject({ unique: true });
+    expect(dst.collection('shop', 'c0')!.indexes.find((i) => i.name === 'at_1')).toMatchObject({
+      hidden: true,
+      expireAfterSeconds: 60,
+    });
     expect(job.progress()).toMatchObject({
       state: 'COMMITTED',
       canWrite: true,
       lagTimeSeconds: 0,
       info: 'commit completed',
     });
+    expect(dst.store.job!.extensions!.commit).toMatchObject({ step: 'done' });
     await expectApiError(job.reverse(), 'ReverseNotAllowed');
+  });
+
+  it('commit is refused until canCommit, and only while RUNNING', async () => {
+    const { directory } = world();
+    const fake = fakeApplication({ ready: false });
+    const job = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await job.start(request());
+    await until(() => job.progress().info === 'change event application');
+    await expectApiError(job.commit(), 'CommitNotReady');
+    await job.pause();
+    expect(job.progress().lagTimeSeconds).toBeNull();
+    await expectApiError(job.commit(), 'InvalidState');
+    await job.close();
+  });
+
+  it('a crash mid-commit is finished by the next instance from the persisted step', async () => {
+    const { src, dst, directory } = world();
+    const fake = fakeApplication();
+    let crash = true;
+    const first = await boot(directory, {
+      phases: { changeApplication: fake.factory },
+      onCommitStep: async (step) => {
+        if (crash && step === 'drained') throw new Error('simulated crash');
+      },
+    });
+    await first.start(request({ enableUserWriteBlocking: true }));
+    await until(() => first.progress().canCommit === true);
+    await first.commit();
+    await first.idle();
+    expect(first.state).toBe('COMMITTING');
+    expect(dst.store.job!.extensions!.commit).toMatchObject({ step: 'drained' });
+    await first.close();
+    crash = false;
+    const second = await boot(directory, { phases: { changeApplication: fake.factory } });
+    expect(second.state).toBe('COMMITTING');
+    await second.idle();
+    expect(second.progress()).toMatchObject({ state: 'COMMITTED', canWrite: true });
+    expect(src.writeBlocked).toBe(true);
+    expect(dst.writeBlocked).toBe(false);
+    // the commit point was not taken twice
+    expect(fake.waitedFor).toHaveLength(1);
+  });
+
+  it('history loss fails the sync loudly, is persisted, and a restart shows it', async () => {
+    const { dst, directory } = world();
+    const fatal: Error[] = [];
+    const failing: ChangeApplication = {
+      run: async () => {
+        throw new HistoryLostError('the oplog no longer holds the resume point', 286);
+      },
+      status: () => ({ lagTimeSeconds: null, totalEventsApplied: 0, readyToCommit: false }),
+      waitUntilApplied: async () => undefined,
+    };
+    const job = await boot(directory, {
+      phases: { changeApplication: () => failing },
+      onFatal: (e) => fatal.push(e),
+    });
+    await job.start(request());
+    await until(() => fatal.length > 0);
+    expect(job.progress()).toMatchObject({
+      state: 'RUNNING',
+      error: 'HistoryLost',
+      canCommit: false,
+    });
+    expect(String(job.progress().failure)).toMatch(/oplog/);
+    await until(() => dst.store.job?.extensions?.failure !== undefined);
+    await job.close();
+    const again = await boot(directory, { phases: { changeApplication: () => failing } });
+    expect(again.progress()).toMatchObject({ state: 'RUNNING', error: 'HistoryLost' });
+    await expectApiError(again.commit(), 'CommitNotReady');
+    await again.pause();
+    await expectApiError(again.resume(), 'HistoryLost');
+  });
+
+  it('reverse swaps roles from the commit time without copying, and a second commit hands back', async () => {
+    const { src, dst, directory } = world();
+    const fake = fakeApplication();
+    const job = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await expectApiError(
+      job.start(request({ reversible: true })),
+      'ReversibleRequiresWriteBlocking',
+    );
+    await job.start(request({ reversible: true, enableUserWriteBlocking: true }));
+    await until(() => job.progress().canCommit === true);
+    await job.commit();
+    await job.idle();
+    const destinationTime = dst.store.job!.extensions!.commit.destinationTime;
+    const readsBefore = dst.reads;
+    await job.reverse();
+    expect(job.state).toBe('RUNNING');
+    expect(job.progress()).toMatchObject({
+      directionMapping: { Source: 'cluster1: b:27018', Destination: 'cluster0: a:27017' },
+      canWrite: false,
+    });
+    expect(src.store.job).toMatchObject({ state: 'RUNNING', phase: 'copied' });
+    expect(src.store.job!.source.name).toBe('cluster1');
+    const last = fake.contexts[fake.contexts.length - 1]!;
+    expect(last.startAt).toEqual(destinationTime);
+    expect(last.job.source.name).toBe('cluster1');
+    expect(src.writeBlocked).toBe(true);
+    await until(() => job.progress().canCommit === true);
+    expect(dst.reads).toBe(readsBefore); // no re-copy
+    await job.commit();
+    await job.idle();
+    expect(job.progress()).toMatchObject({ state: 'COMMITTED', canWrite: true });
+    expect(dst.writeBlocked).toBe(true);
+    expect(src.writeBlocked).toBe(false);
+    // a restart finds the newest job (on cluster0 now)
+    await job.close();
+    const again = await boot(directory, { phases: { changeApplication: fake.factory } });
+    expect(again.progress().directionMapping).toMatchObject({ Destination: 'cluster0: a:27017' });
+  });
+
+  it('a rename notice re-copies the new name and retires the old partitions', async () => {
+    const { src, dst, directory } = world();
+    src.readDelayMs = 2;
+    let ctx: PhaseContext | null = null;
+    const fake = fakeApplication({ onRun: (c) => (ctx ??= c) });
+    const job = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await job.start(request());
+    await until(() => ctx !== null);
+    // the source renamed c1 → moved while its partitions may be pending
+    const db = src.databases.get('shop')!;
+    db.set('moved', db.get('c1')!);
+    db.delete('c1');
+    const scopes = [
+      { db: 'shop', coll: 'c1' },
+      { db: 'shop', coll: 'moved' },
+    ];
+    await ctx!.listener.beforeDdl!(scopes);
+    const dstDb = dst.databases.get('shop')!;
+    if (dstDb.get('c1')) dstDb.set('moved', dstDb.get('c1')!);
+    dstDb.delete('c1');
+    await ctx!.listener.onDdl!({
+      kind: 'renamed',
+      from: { db: 'shop', coll: 'c1' },
+      to: { db: 'shop', coll: 'moved' },
+    });
+    await ctx!.listener.afterDdl!(scopes);
+    await until(() => job.progress().canCommit === true);
+    expect(dst.collection('shop', 'c1', false)).toBeUndefined();
+    expect(dst.collection('shop', 'moved')!.documents).toHaveLength(300);
+    const stored = [...dst.store.partitions.values()];
+    expect(stored.some((p) => p.collection === 'c1')).toBe(false);
+    expect(stored.filter((p) => p.collection === 'moved').every((p) => p.status === 'done')).toBe(
+      true,
+    );
+    expect([...dst.store.namespaces.values()].map((n) => n.collection)).toContain('moved');
+    await job.close();
   });
 
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {

@@ -1,4 +1,4 @@
-import type { Document } from 'bson';
+import type { Document, Timestamp } from 'bson';
 import type { ClusterDescription } from './cluster-description';
 
 /** Result of one unordered bulk insert. */
@@ -23,6 +23,10 @@ export interface IndexModification {
  */
 export interface DestinationCluster {
   describe(): Promise<ClusterDescription>;
+  /** The destination's current cluster time (where a reverse sync starts reading). */
+  clusterTime(): Promise<Timestamp>;
+  /** Drops a collection; a missing one is fine. */
+  dropCollection(database: string, collection: string): Promise<void>;
   listDatabaseNames(): Promise<string[]>;
   /** Collection/view names of a database. */
   listCollectionNames(database: string): Promise<string[]>;

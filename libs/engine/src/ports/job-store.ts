@@ -95,6 +95,7 @@ export interface JobStore {
   load(): Promise<PersistedJob | null>;
   saveJob(job: JobRecord): Promise<void>;
   saveNamespaces(namespaces: NamespaceRecord[]): Promise<void>;
+  deleteNamespaces(ids: string[]): Promise<void>;
   savePartitions(partitions: PartitionRecord[]): Promise<void>;
   markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void>;
 }

@@ -56,4 +56,11 @@ export interface SourceCluster {
   sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]>;
   /** Streams a range in batches; memory is bounded by one batch. */
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
+  /** `setUserWriteBlockMode` on the source (commit with enableUserWriteBlocking). */
+  setUserWriteBlocking(enabled: boolean): Promise<void>;
+  /**
+   * Writes a no-op oplog entry (`appendOplogNote`) and returns its time: a cluster time that a
+   * change stream is guaranteed to reach (the commit point).
+   */
+  writeNoop(message: string): Promise<Timestamp>;
 }

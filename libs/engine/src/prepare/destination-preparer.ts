@@ -56,16 +56,7 @@ export async function prepareDestination(
   const prepared: NamespaceRecord[] = [];
   for (const ns of namespaces) {
     if (ns.type !== 'collection') continue;
-    await destination.createCollection(ns.database, ns.collection, collectionOptions(ns.options));
-    const plan = planDestinationIndexes(ns.indexes, request.buildIndexes);
-    if (plan.specs.length > 0)
-      await destination.createIndexes(ns.database, ns.collection, plan.specs);
-    prepared.push({ ...ns, relaxedIndexes: plan.relaxed });
-    logger.debug('collection prepared', {
-      namespace: `${ns.database}.${ns.collection}`,
-      indexes: plan.specs.length,
-      relaxed: plan.relaxed.length,
-    });
+    prepared.push(await prepareCollection(destination, request.buildIndexes, ns, logger));
   }
   for (const view of orderViews(namespaces.filter((ns) => ns.type === 'view'))) {
     const { viewOn, pipeline, ...rest } = view.options;
@@ -79,6 +70,25 @@ export async function prepareDestination(
     prepared.push(view);
   }
   return prepared;
+}
+
+/** One collection with its options and relaxed indexes (also used for re-copies mid-sync). */
+export async function prepareCollection(
+  destination: DestinationCluster,
+  buildIndexes: StartRequest['buildIndexes'],
+  ns: NamespaceRecord,
+  logger: EngineLogger,
+): Promise<NamespaceRecord> {
+  await destination.createCollection(ns.database, ns.collection, collectionOptions(ns.options));
+  const plan = planDestinationIndexes(ns.indexes, buildIndexes);
+  if (plan.specs.length > 0)
+    await destination.createIndexes(ns.database, ns.collection, plan.specs);
+  logger.debug('collection prepared', {
+    namespace: `${ns.database}.${ns.collection}`,
+    indexes: plan.specs.length,
+    relaxed: plan.relaxed.length,
+  });
+  return { ...ns, relaxedIndexes: plan.relaxed };
 }
 
 /** Options that `create` accepts; `uuid`-like listing-only fields are dropped. */

@@ -1,40 +1,65 @@
+import type { Document } from 'bson';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { NamespaceRecord } from '../ports/job-store';
 import { numberValue } from './index-relaxation';
 
 /**
- * Commit-time counterpart of the relaxation (for the committer): uniqueness via
- * prepareUnique → unique (MongoDB's two-step conversion, which fails loudly on duplicates),
- * then the original TTL and hidden flags.
+ * Commit-time counterpart of the relaxation: uniqueness via prepareUnique → unique (MongoDB's
+ * two-step conversion, which fails loudly on duplicates), then the source's TTL and hidden flag.
+ * Idempotent (a commit interrupted by a crash runs it again): each index is compared with what
+ * the destination lists now, and only a difference is modified. An index or collection the
+ * destination no longer has (dropped or renamed away during the sync) is skipped.
  */
 export async function restoreRelaxedIndexes(
   destination: DestinationCluster,
-  namespaces: NamespaceRecord[],
+  namespaces: readonly NamespaceRecord[],
 ): Promise<void> {
   for (const ns of namespaces) {
+    if (ns.type !== 'collection' || ns.relaxedIndexes.length === 0) continue;
+    const current = new Map<string, Document>();
+    for (const spec of await destination.listIndexes(ns.database, ns.collection)) {
+      current.set(String(spec.name), spec);
+    }
     for (const index of ns.relaxedIndexes) {
-      if (index.relaxedUnique) {
-        await destination.modifyIndex(ns.database, ns.collection, {
-          name: index.name,
-          prepareUnique: true,
-        });
+      const now = current.get(index.name);
+      if (!now) continue;
+      const wanted = index.original;
+      if (truthy(wanted.unique) && !truthy(now.unique)) {
+        if (!truthy(now.prepareUnique)) {
+          await destination.modifyIndex(ns.database, ns.collection, {
+            name: index.name,
+            prepareUnique: true,
+          });
+        }
         await destination.modifyIndex(ns.database, ns.collection, {
           name: index.name,
           unique: true,
         });
       }
-      if (index.relaxedExpireAfterSeconds) {
+      if (
+        wanted.expireAfterSeconds !== undefined &&
+        numberValue(wanted.expireAfterSeconds) !== numberValue(now.expireAfterSeconds)
+      ) {
         await destination.modifyIndex(ns.database, ns.collection, {
           name: index.name,
-          expireAfterSeconds: numberValue(index.original.expireAfterSeconds),
+          expireAfterSeconds: numberValue(wanted.expireAfterSeconds),
         });
       }
-      if (index.relaxedHidden) {
+      if (truthy(wanted.hidden) !== truthy(now.hidden)) {
         await destination.modifyIndex(ns.database, ns.collection, {
           name: index.name,
-          hidden: true,
+          hidden: truthy(wanted.hidden),
         });
       }
     }
   }
+}
+
+function truthy(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'object' && 'valueOf' in (value as object)) {
+    const v = (value as { valueOf(): unknown }).valueOf();
+    return v === true || (typeof v === 'number' && v !== 0);
+  }
+  return value === true || (typeof value === 'number' && value !== 0);
 }

@@ -231,6 +231,13 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async setUserWriteBlocking(enabled: boolean): Promise<void> {
     this.writeBlocked = enabled;
   }
+  async writeNoop(_message: string): Promise<Timestamp> {
+    this.time = new Timestamp({ t: this.time.t, i: this.time.i + 1 });
+    return this.time;
+  }
+  async dropCollection(database: string, collection: string): Promise<void> {
+    this.databases.get(database)?.delete(collection);
+  }
 }
 
 export class FakeJobStore implements JobStore {
@@ -250,6 +257,9 @@ export class FakeJobStore implements JobStore {
   }
   async saveNamespaces(namespaces: NamespaceRecord[]): Promise<void> {
     for (const ns of namespaces) this.namespaces.set(ns._id, { ...ns });
+  }
+  async deleteNamespaces(ids: string[]): Promise<void> {
+    for (const id of ids) this.namespaces.delete(id);
   }
   async savePartitions(partitions: PartitionRecord[]): Promise<void> {
     this.partitions.clear();

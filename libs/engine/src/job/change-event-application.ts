@@ -1,0 +1,94 @@
+import type { Timestamp } from 'bson';
+import { ChangeApplier, type ChangeApplierOptions } from '../apply/change-applier';
+import { COMMIT_LAG_LIMIT_SECONDS } from '../apply/commit-readiness';
+import { ApplyError } from '../apply/errors';
+import type { ChangeFeed, ChangeWriter, CheckpointStore, DocumentLookup } from '../apply/ports';
+import { systemClock, type Clock } from '../ports/clock';
+import type { ChangeApplication, ChangeApplicationStatus, PhaseContext } from './phases';
+
+/** The adapters change application needs for one pass (built for the job's current direction). */
+export interface ChangeApplicationPorts {
+  feed: ChangeFeed;
+  writer: ChangeWriter;
+  lookup: DocumentLookup;
+  /** Scoped to `ctx.checkpointKey`, stored in the destination's metadata database. */
+  checkpoints: CheckpointStore;
+}
+
+export interface ChangeEventApplicationOptions {
+  ports: (ctx: PhaseContext) => ChangeApplicationPorts;
+  /** How often the source's latest cluster time is read for the lag (default 1000 ms). */
+  lagPollMs?: number;
+  commitLagLimitSeconds?: number;
+  /** Applier tuning (lanes, checkpoint cadence, back-pressure). */
+  applier?: Partial<
+    Pick<
+      ChangeApplierOptions,
+      'lanes' | 'checkpointIntervalMs' | 'checkpointEveryEvents' | 'maxInFlight'
+    >
+  >;
+  clock?: Clock;
+}
+
+/**
+ * The ChangeApplier plugged into the job: filter, DDL listener and start point come from the
+ * job; the lag is the source's latest cluster time (polled) minus the applied position, which
+ * includes idle high-water marks, so a quiet source shows ~0 rather than a growing number.
+ */
+export class ChangeEventApplication implements ChangeApplication {
+  private applier: ChangeApplier | null = null;
+  private lag: number | null = null;
+
+  constructor(private readonly options: ChangeEventApplicationOptions) {}
+
+  async run(ctx: PhaseContext): Promise<void> {
+    const clock = this.options.clock ?? systemClock;
+    const applier = new ChangeApplier({
+      ...this.options.applier,
+      ...this.options.ports(ctx),
+      selected: ctx.selected,
+      startAtOperationTime: ctx.startAt,
+      listener: ctx.listener,
+      translation: { buildIndexes: ctx.job.request.buildIndexes },
+      now: () => clock.now(),
+    });
+    this.applier = applier;
+    const stopPolling = new AbortController();
+    const stop = AbortSignal.any([ctx.signal, stopPolling.signal]);
+    const poller = (async () => {
+      while (!stop.aborted) {
+        try {
+          const latest = await ctx.source.clusterTime();
+          this.lag = applier.lagSeconds(latest);
+        } catch (error) {
+          ctx.logger.debug('reading the source cluster time for the lag failed', {
+            error: error instanceof Error ? error.message : String(error),
+          });
+        }
+        await clock.sleep(this.options.lagPollMs ?? 1000, stop);
+      }
+    })();
+    try {
+      await applier.run(ctx.signal);
+    } finally {
+      stopPolling.abort();
+      await poller;
+    }
+  }
+
+  status(): ChangeApplicationStatus {
+    const stats = this.applier?.stats();
+    const limit = this.options.commitLagLimitSeconds ?? COMMIT_LAG_LIMIT_SECONDS;
+    return {
+      lagTimeSeconds: this.lag,
+      totalEventsApplied: stats?.totalEventsApplied ?? 0,
+      readyToCommit: stats?.running === true && this.lag !== null && this.lag <= limit,
+    };
+  }
+
+  async waitUntilApplied(point: Timestamp, signal?: AbortSignal): Promise<void> {
+    if (!this.applier) throw new ApplyError('change application has not started', true);
+    await this.applier.waitUntilApplied(point, signal);
+    this.lag = 0;
+  }
+}

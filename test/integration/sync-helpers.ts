@@ -1,0 +1,147 @@
+import type { StartRequest } from '@sync/contracts';
+import { SyncJob, silentLogger, type SyncJobOptions } from '@sync/engine';
+import { MongoClusterDirectory, createSyncEngine, mongoChangeApplication } from '@sync/mongo';
+import { MongoClient, MongoServerError } from 'mongodb';
+import { compareClusters } from '../../scripts/lib/compare-clusters';
+import { startTestClusters, withCredentials, type TestClusters } from '../helpers/clusters';
+import { waitFor } from './copy-helpers';
+
+export { waitFor };
+
+/** The worker's user (root: bypasses write blocking) and an ordinary application user. */
+export const USERS = [
+  { user: 'syncer', password: 'sync-pw', roles: ['root'] },
+  { user: 'app', password: 'app-pw', roles: ['readWriteAnyDatabase'] },
+];
+
+export interface AuthClusters {
+  clusters: TestClusters;
+  /** Worker connection strings (root). */
+  sourceUri: string;
+  destinationUri: string;
+  /** Root clients (setup and comparison). */
+  src: MongoClient;
+  dst: MongoClient;
+  /** Application clients (readWriteAnyDatabase: subject to write blocking). */
+  appSrc: MongoClient;
+  appDst: MongoClient;
+  close(): Promise<void>;
+}
+
+export async function startAuthClusters(historySize?: number): Promise<AuthClusters> {
+  const clusters = await startTestClusters({ users: USERS, historySize });
+  const creds = (uri: string, u: (typeof USERS)[number]) =>
+    clusters.real ? uri : withCredentials(uri, u.user, u.password);
+  const sourceUri = creds(clusters.sourceUri, USERS[0]!);
+  const destinationUri = creds(clusters.destinationUri, USERS[0]!);
+  const src = await MongoClient.connect(sourceUri);
+  const dst = await MongoClient.connect(destinationUri);
+  const appSrc = await MongoClient.connect(creds(clusters.sourceUri, USERS[1]!));
+  const appDst = await MongoClient.connect(creds(clusters.destinationUri, USERS[1]!));
+  return {
+    clusters,
+    sourceUri,
+    destinationUri,
+    src,
+    dst,
+    appSrc,
+    appDst,
+    close: async () => {
+      await Promise.all([src, dst, appSrc, appDst].map((c) => c.close()));
+      await clusters.stop();
+    },
+  };
+}
+
+export const TUNING = {
+  partitioning: { targetBytes: 8 * 1024, maxPartitions: 16, oversampling: 8 },
+  copier: {
+    concurrency: 4,
+    readBatchSize: 100,
+    writeBatchDocuments: 100,
+    writeBatchBytes: 64 * 1024,
+  },
+} satisfies Partial<SyncJobOptions>;
+
+export const CEA_TUNING = {
+  lagPollMs: 100,
+  feed: { maxAwaitTimeMS: 100 },
+  applier: { checkpointIntervalMs: 100 },
+};
+
+export function request(overrides: Partial<StartRequest> = {}): StartRequest {
+  return {
+    source: 'cluster0',
+    destination: 'cluster1',
+    buildIndexes: 'beforeDataCopy',
+    enableUserWriteBlocking: true,
+    reversible: false,
+    ...overrides,
+  };
+}
+
+/** An engine as the worker builds it. */
+export async function engineFor(c: AuthClusters, fatal: Error[] = []): Promise<SyncJob> {
+  const engine = await createSyncEngine({
+    clusters: { cluster0: c.sourceUri, cluster1: c.destinationUri },
+    logger: silentLogger,
+    onFatal: (e) => fatal.push(e),
+    engine: TUNING,
+    changeApplication: CEA_TUNING,
+  });
+  await engine.ready;
+  return engine as unknown as SyncJob;
+}
+
+/**
+ * An engine whose connections the test can cut abruptly (`crash()`): no graceful stop, no final
+ * checkpoint, like a SIGKILL as far as the clusters can tell.
+ */
+export async function crashableEngine(
+  c: AuthClusters,
+  extra: Partial<SyncJobOptions> = {},
+): Promise<{ job: SyncJob; crash: () => Promise<void> }> {
+  const directory = new MongoClusterDirectory(
+    { cluster0: c.sourceUri, cluster1: c.destinationUri },
+    'worker',
+  );
+  const job = new SyncJob({
+    clusters: directory,
+    logger: silentLogger,
+    ...TUNING,
+    phases: { changeApplication: mongoChangeApplication(directory, CEA_TUNING) },
+    onFatal: () => undefined,
+    ...extra,
+  });
+  await job.initialize();
+  return {
+    job,
+    crash: async () => {
+      await directory.close().catch(() => undefined);
+    },
+  };
+}
+
+export async function expectEqualClusters(c: AuthClusters): Promise<void> {
+  const report = await compareClusters(c.src, c.dst, { compareUnique: true });
+  expect(report.differences).toEqual([]);
+  expect(report.documents).toBeGreaterThan(0);
+}
+
+/** The server error code of a write, or null when it succeeded. */
+export async function writeError(run: () => Promise<unknown>): Promise<number | null> {
+  try {
+    await run();
+    return null;
+  } catch (error) {
+    if (error instanceof MongoServerError) return Number(error.code);
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'number' ? code : -1;
+  }
+}
+
+export async function commitAndWait(job: SyncJob): Promise<void> {
+  await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+  await job.commit();
+  await waitFor(() => job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
+}
