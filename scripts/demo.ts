@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   const appClient = await MongoClient.connect(withUser(source.firstLine.uri, APP_USER));
   const verifySource = await MongoClient.connect(withUser(source.firstLine.uri, SYNC_USER));
   const verifyDestination = await MongoClient.connect(withUser(destination.firstLine.uri, SYNC_USER));
+  const writer = new BackgroundWriter(appClient, SIZE.customers);
   try {
     say(`Loading the sample store (${SIZE.customers} customers, ${SIZE.orders} orders, ${SIZE.products} products, a capped log, a view)…`);
     const loaded = await loadSampleStore(appClient, SIZE);
@@ -63,8 +64,8 @@ async function main(): Promise<void> {
     started.push(worker);
     const api = `http://127.0.0.1:${port}/api/v1`;
     say(`Worker listening on ${api}`);
+    await waitUntilReady(api);
 
-    const writer = new BackgroundWriter(appClient, SIZE.customers);
     writer.start();
     say('Application writer started on the source.');
 
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     for (const d of report.differences) say(`    - ${d.namespace}: ${d.problem}`);
     process.exitCode = ok ? 0 : 1;
   } finally {
+    await writer.stop();
     await Promise.all([appClient.close(), verifySource.close(), verifyDestination.close()]);
   }
 }
@@ -119,6 +121,17 @@ async function getProgress(api: string): Promise<NonNullable<ProgressBody['progr
   const json = (await res.json()) as ProgressBody;
   if (!json.success || !json.progress) throw new Error(`progress failed: ${json.error}: ${json.errorDescription}`);
   return json.progress;
+}
+
+/** A freshly started worker answers NotReady (503) while it restores state; retrying is safe. */
+async function waitUntilReady(api: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await fetch(`${api}/progress`);
+    if (res.ok) return;
+    if (Date.now() > deadline) throw new Error(`worker not ready: ${await res.text()}`);
+    await sleep(200);
+  }
 }
 
 async function waitFor(

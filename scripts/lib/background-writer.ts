@@ -42,12 +42,11 @@ export class BackgroundWriter {
       try {
         for (let k = 0; k < opsPerTick && this.running; k++) await this.oneWrite(orders, customers);
       } catch (err) {
-        if (err instanceof MongoServerError && err.codeName === 'UserWritesBlocked') {
-          this.stats.refused += 1;
-          this.stats.lastError = err.codeName;
-          return;
-        }
-        throw err;
+        // Refusal after commit is the expected end; anything else is recorded for the caller.
+        if (err instanceof MongoServerError && err.codeName === 'UserWritesBlocked') this.stats.refused += 1;
+        this.stats.lastError = err instanceof MongoServerError ? err.codeName : String(err);
+        this.running = false;
+        return;
       }
       await new Promise((resolve) => setTimeout(resolve, tickMs));
     }

@@ -43,7 +43,10 @@ export function startNodeProcess<T>(args: string[], timeoutMs = 30_000): Promise
   });
 }
 
-export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export function stopProcess(
+  child: ChildProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -53,4 +56,46 @@ export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTE
     });
     child.kill(signal);
   });
+}
+
+/** Resolves with how `child` ended; rejects when it is still running after `timeoutMs`. */
+export function waitForExit(
+  child: ChildProcess,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.off('exit', onExit);
+      reject(new Error(`process did not exit within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      clearTimeout(timer);
+      resolve({ code, signal });
+    };
+    child.once('exit', onExit);
+  });
+}
+
+/** A stdout line as a JSON object (a log record, the emulator's `{"uri": ...}`), else null. */
+export function parseJsonLine(line: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A connection string with `user:password` and authSource=admin (the emulator keeps users on admin). */
+export function withCredentials(uri: string, user: string, password: string): string {
+  const url = new URL(uri);
+  url.username = encodeURIComponent(user);
+  url.password = encodeURIComponent(password);
+  url.searchParams.set('authSource', 'admin');
+  return url.toString();
 }

@@ -47,6 +47,7 @@ export const ErrorCodes = {
   InvalidResumeToken: 260,
   ChangeStreamFatalError: 280,
   ChangeStreamHistoryLost: 286,
+  CannotConvertIndexToUnique: 359,
   UserWritesBlocked: 372,
   ConversionFailure: 241,
   Overflow: 15,
@@ -115,7 +116,12 @@ export class CommandError extends Error {
   }
 
   toReply(): Document {
-    const reply: Document = { ok: 0, errmsg: this.message, code: this.code, codeName: this.codeName };
+    const reply: Document = {
+      ok: 0,
+      errmsg: this.message,
+      code: this.code,
+      codeName: this.codeName,
+    };
     Object.assign(reply, this.extra);
     if (this.errorLabels.length) reply.errorLabels = [...this.errorLabels];
     return reply;

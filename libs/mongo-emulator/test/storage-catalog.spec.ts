@@ -194,6 +194,7 @@ describe('storage: collections and indexes', () => {
     catalog.dropDatabase('db');
     const ops = [...node.oplog.entriesAfter(undefined)].map((e) => e.op);
     expect(ops).toEqual([
+      'noop', // the node's 'initiating set' entry
       'create',
       'insert',
       'update',
@@ -203,7 +204,7 @@ describe('storage: collections and indexes', () => {
       'drop',
       'dropDatabase',
     ]);
-    const [create, , update, del, ci, rename] = [...node.oplog.entriesAfter(undefined)];
+    const [, create, , update, del, ci, rename] = [...node.oplog.entriesAfter(undefined)];
     expect(create.operationDescription).toEqual({
       idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
     });

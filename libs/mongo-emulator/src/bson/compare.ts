@@ -8,6 +8,7 @@ import type {
   ObjectId,
   Timestamp,
 } from 'bson';
+import { compareExact } from './exact-number';
 
 /**
  * MongoDB's canonical type order (bsontypes.h canonicalizeBSONType): values of different
@@ -205,6 +206,7 @@ export function toNumber(value: unknown): number {
 }
 
 export function compareNumbers(a: unknown, b: unknown): number {
+  if (isDecimal(a) || isDecimal(b)) return compareExact(a, b);
   const x = toNum(a);
   const y = toNum(b);
   if (x.kind === 'int' && y.kind === 'int') return x.v < y.v ? -1 : x.v > y.v ? 1 : 0;
@@ -220,6 +222,10 @@ export function compareNumbers(a: unknown, b: unknown): number {
   if (x.kind === 'int' && y.kind === 'float' && Number.isFinite(yv)) return cmpBigFloat(x.v, yv);
   if (x.kind === 'float' && y.kind === 'int' && Number.isFinite(xv)) return -cmpBigFloat(y.v, xv);
   return 0;
+}
+
+function isDecimal(v: unknown): boolean {
+  return typeof v === 'object' && (v as { _bsontype?: string })._bsontype === 'Decimal128';
 }
 
 function cmpBigFloat(i: bigint, f: number): number {

@@ -45,7 +45,8 @@ export async function openChangeStream(
 /** Turns the start option into a read position, checking the oplog still covers it. */
 function resolveStart(ctx: CommandContext, spec: ChangeStreamSpec): StreamStart {
   const oplog = ctx.node.oplog;
-  const lostFrom = (ts: Timestamp) => oplog.hasLostHistoryAfter(previousTimestamp(ts));
+  const lostFrom = (ts: Timestamp) =>
+    oplog.hasLostHistoryAfter(previousTimestamp(ts)) || oplog.isOlderThanHistory(ts);
 
   if (spec.resume) {
     const { token, data } = spec.resume;

@@ -27,5 +27,10 @@ export class CommandRegistry {
 }
 
 export function defaultCommandRegistry(): CommandRegistry {
-  return new CommandRegistry([...crudCommands, ...ddlCommands, ...adminCommands, ...changeStreamCommands]);
+  return new CommandRegistry([
+    ...crudCommands,
+    ...ddlCommands,
+    ...adminCommands,
+    ...changeStreamCommands,
+  ]);
 }

@@ -158,7 +158,12 @@ export class CursorManager {
   }
 
   /** killCursors semantics: returns which ids were killed and which were not found. */
-  kill(ids: Long[]): { cursorsKilled: Long[]; cursorsNotFound: Long[]; cursorsAlive: Long[]; cursorsUnknown: Long[] } {
+  kill(ids: Long[]): {
+    cursorsKilled: Long[];
+    cursorsNotFound: Long[];
+    cursorsAlive: Long[];
+    cursorsUnknown: Long[];
+  } {
     const cursorsKilled: Long[] = [];
     const cursorsNotFound: Long[] = [];
     for (const id of ids) {

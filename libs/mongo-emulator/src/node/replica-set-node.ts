@@ -45,6 +45,8 @@ export class ReplicaSetNode {
 
   constructor(readonly options: ReplicaSetNodeOptions) {
     this.oplog = new Oplog(this.clock, { maxEntries: options.historySize ?? DEFAULT_HISTORY_SIZE });
+    // replSetInitiate's first oplog entry: history starts here, as on a fresh mongod.
+    this.oplog.append({ op: 'noop', db: '', o: { msg: 'initiating set' } });
     this.catalog = new Catalog(this);
     this.users = new UserRegistry(options.users ?? []);
   }

@@ -48,6 +48,16 @@ export class Oplog {
   }
 
   /**
+   * True when reading from `ts` onwards (inclusive) is impossible because `ts` is older than
+   * the oldest entry held: history before the node started, or truncated since. mongod's
+   * oplog scan asserts the same (the first oplog entry must not be newer than the start).
+   */
+  isOlderThanHistory(ts: Timestamp): boolean {
+    const first = this.oldest();
+    return first !== undefined && compareTimestamps(ts, first.ts) < 0;
+  }
+
+  /**
    * True when a reader that has seen everything up to and including `ts` can no longer
    * continue because entries after `ts` were truncated.
    */

@@ -3,6 +3,7 @@ import { bsonTypeOf } from '../bson/compare';
 import { bsonSize } from '../bson/codec';
 import type { UpdateDescription } from '../oplog/oplog-entry';
 import { identical } from './update-fields';
+import { dottedOf, noteAmbiguity, type DescPart } from './disambiguate';
 
 /**
  * The change-stream `updateDescription` of an update, derived the way mongod derives it:
@@ -23,7 +24,7 @@ import { identical } from './update-fields';
 export function computeUpdateDescription(before: Document, after: Document): UpdateDescription {
   const diff = docDiff(before, after, true)!;
   const out: UpdateDescription = { updatedFields: {}, removedFields: [], truncatedArrays: [] };
-  readDocDiff(diff, '', out);
+  readDocDiff(diff, [], out);
   return out;
 }
 
@@ -129,16 +130,27 @@ function asDocument(arr: unknown[]): Document {
   return Object.fromEntries(arr.map((v, i) => [String(i), v]));
 }
 
-function readDocDiff(diff: DocDiff | ArrayDiff, prefix: string, out: UpdateDescription): void {
+function readDocDiff(diff: DocDiff | ArrayDiff, at: DescPart[], out: UpdateDescription): void {
+  const put = (parts: DescPart[], value: unknown) => {
+    out.updatedFields[dottedOf(parts)] = value;
+    noteAmbiguity(out, dottedOf(parts), parts);
+  };
   if ('array' in diff) {
-    if (diff.l !== undefined)
-      out.truncatedArrays.push({ field: prefix.slice(0, -1), newSize: diff.l });
-    for (const [i, v] of diff.u) out.updatedFields[`${prefix}${i}`] = v;
-    for (const [i, s] of diff.s) readDocDiff(s, `${prefix}${i}.`, out);
+    if (diff.l !== undefined) {
+      out.truncatedArrays.push({ field: dottedOf(at), newSize: diff.l });
+      noteAmbiguity(out, dottedOf(at), at);
+    }
+    const index = (i: number): DescPart[] => [...at, { name: String(i), isIndex: true }];
+    for (const [i, v] of diff.u) put(index(i), v);
+    for (const [i, s] of diff.s) readDocDiff(s, index(i), out);
     return;
   }
-  for (const k of diff.d) out.removedFields.push(`${prefix}${k}`);
-  for (const [k, v] of diff.u) out.updatedFields[`${prefix}${k}`] = v;
-  for (const [k, v] of diff.i) out.updatedFields[`${prefix}${k}`] = v;
-  for (const [k, s] of diff.s) readDocDiff(s, `${prefix}${k}.`, out);
+  const field = (k: string): DescPart[] => [...at, { name: k, isIndex: false }];
+  for (const k of diff.d) {
+    out.removedFields.push(dottedOf(field(k)));
+    noteAmbiguity(out, dottedOf(field(k)), field(k));
+  }
+  for (const [k, v] of diff.u) put(field(k), v);
+  for (const [k, v] of diff.i) put(field(k), v);
+  for (const [k, s] of diff.s) readDocDiff(s, field(k), out);
 }

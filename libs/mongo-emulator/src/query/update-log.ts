@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+import { dottedOf, noteAmbiguity, type DescPart } from './disambiguate';
 import { cloneDeep, isDocument } from '../bson/paths';
 import type { UpdateDescription } from '../oplog/oplog-entry';
 
@@ -112,7 +113,7 @@ export class UpdateLog {
   /** The change-stream updateDescription of the logged diff. */
   toDescription(): UpdateDescription {
     const out: UpdateDescription = { updatedFields: {}, removedFields: [], truncatedArrays: [] };
-    readDoc(this.root, '', out);
+    readDoc(this.root, [], out);
     return out;
   }
 }
@@ -154,22 +155,33 @@ function materialize(node: Node): unknown {
   return out;
 }
 
-function readDoc(node: DocNode, prefix: string, out: UpdateDescription): void {
-  for (const k of node.updates) out.updatedFields[prefix + k] = valueOf(node.children.get(k)!);
-  for (const k of node.inserts) out.updatedFields[prefix + k] = materialize(node.children.get(k)!);
-  for (const k of node.deletes) out.removedFields.push(prefix + k);
-  for (const k of node.subDiffs) readSub(node.children.get(k)!, `${prefix}${k}.`, out);
+function readDoc(node: DocNode, at: DescPart[], out: UpdateDescription): void {
+  const field = (k: string): DescPart[] => [...at, { name: k, isIndex: false }];
+  for (const k of node.updates) put(out, field(k), valueOf(node.children.get(k)!));
+  for (const k of node.inserts) put(out, field(k), materialize(node.children.get(k)!));
+  for (const k of node.deletes) {
+    out.removedFields.push(dottedOf(field(k)));
+    noteAmbiguity(out, dottedOf(field(k)), field(k));
+  }
+  for (const k of node.subDiffs) readSub(node.children.get(k)!, field(k), out);
 }
 
-function readSub(node: Node, prefix: string, out: UpdateDescription): void {
-  if (node.kind === 'doc') return readDoc(node, prefix, out);
+function readSub(node: Node, at: DescPart[], out: UpdateDescription): void {
+  if (node.kind === 'doc') return readDoc(node, at, out);
   if (node.kind !== 'array') return;
   const indexes = [...node.children.keys()].sort((a, b) => a - b);
   for (const i of indexes) {
     const child = node.children.get(i)!;
-    if (child.kind === 'doc' || child.kind === 'array') readSub(child, `${prefix}${i}.`, out);
-    else out.updatedFields[`${prefix}${i}`] = materialize(child);
+    const parts = [...at, { name: String(i), isIndex: true }];
+    if (child.kind === 'doc' || child.kind === 'array') readSub(child, parts, out);
+    else put(out, parts, materialize(child));
   }
+}
+
+function put(out: UpdateDescription, parts: DescPart[], value: unknown): void {
+  const dotted = dottedOf(parts);
+  out.updatedFields[dotted] = value;
+  noteAmbiguity(out, dotted, parts);
 }
 
 function valueOf(node: Node): unknown {

@@ -180,11 +180,18 @@ export class Collection {
     return this.indexes.map((idx) => idx.keysOf(doc));
   }
 
-  private checkUnique(keys: IndexKey[][], rid: number): void {
+  /**
+   * Rejects keys another record already holds in a unique index, or in one being prepared
+   * for conversion (`prepareUnique`). A prepared index tolerates the duplicates it already
+   * has, so only keys the write adds (not in `oldKeys`) are checked there.
+   */
+  private checkUnique(keys: IndexKey[][], rid: number, oldKeys?: IndexKey[][]): void {
     for (let i = 0; i < this.indexes.length; i++) {
       const idx = this.indexes[i];
-      if (!idx.unique && !idx.isIdIndex) continue;
+      const enforced = idx.unique || idx.isIdIndex;
+      if (!enforced && !idx.spec.prepareUnique) continue;
       for (const k of keys[i]) {
+        if (!enforced && oldKeys?.[i].some((o) => idx.sameValues(o, k))) continue;
         if (idx.findDuplicate(k, rid) !== undefined) throw idx.duplicateKeyError(this.ns, k);
       }
     }
@@ -224,7 +231,7 @@ export class Collection {
     this.validate(after, before, opts);
     const oldKeys = this.keysFor(before);
     const newKeys = this.keysFor(after);
-    this.checkUnique(newKeys, rec.rid);
+    this.checkUnique(newKeys, rec.rid, oldKeys);
     const size = bsonSize(after);
     for (let i = 0; i < this.indexes.length; i++) {
       this.indexes[i].remove(rec.rid, oldKeys[i]);

@@ -155,6 +155,13 @@ export class Index {
     return out;
   }
 
+  /** True when two key tuples hold equal values field by field (record ids ignored). */
+  sameValues(a: unknown[], b: unknown[]): boolean {
+    for (let i = 0; i < this.fields.length; i++)
+      if (this.compareValue(a[i], b[i]) !== 0) return false;
+    return true;
+  }
+
   /** The record holding the same key values as `values`, other than `rid`, if any. */
   findDuplicate(values: unknown[], rid: number): number | undefined {
     const probe = [...values, RID_LOW];

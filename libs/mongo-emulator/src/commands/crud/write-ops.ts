@@ -92,15 +92,20 @@ export function performUpdate(
     if (!rec) continue;
     outcome.n++;
     const before = rec.doc;
-    const { doc: after, changed } = applyUpdate(before, spec.u, {
+    const applied = applyUpdate(before, spec.u, {
       arrayFilters: spec.arrayFilters,
       query: spec.q,
       runPipeline,
     });
+    const after = applied.doc;
     outcome.before = before;
     outcome.after = before;
-    if (!changed) continue;
-    const description = replacement ? undefined : computeUpdateDescription(before, after);
+    if (!applied.changed) continue;
+    // Modifier updates report what each operator logged (v2 log builder); only pipeline
+    // updates diff the two images, as mongod does.
+    const description = replacement
+      ? undefined
+      : (applied.description ?? computeUpdateDescription(before, after));
     const stored = coll.replace(rec, after, replacement ? 'replace' : 'update', description, wopts);
     outcome.after = stored.doc;
     outcome.nModified++;

@@ -92,7 +92,7 @@ function modifyIndex(
       const violations = duplicateGroups(coll, idx);
       if (violations.length) {
         throw new CommandError(
-          359 as number,
+          'CannotConvertIndexToUnique',
           'Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.',
           {
             extra: { violations },
