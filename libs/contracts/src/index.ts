@@ -14,6 +14,7 @@ export * from './dto/sharding-entry.dto';
 export * from './dto/sharding.dto';
 export * from './dto/start-request.dto';
 export * from './validation/collections-regex';
+export * from './validation/safe-regex';
 export * from './validation/mongo-names';
 export * from './validation/shard-key';
 export * from './validation/request-rules';

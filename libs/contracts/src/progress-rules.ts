@@ -1,25 +1,26 @@
 import type { Progress } from './progress';
 
+/** While IDLE every field but `state` and `canCommit` is null (SEED-API.md §3). */
+export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
+  state: 'IDLE',
+  canCommit: false,
+  canWrite: null,
+  info: null,
+  lagTimeSeconds: null,
+  totalEventsApplied: null,
+  collectionCopy: null,
+  directionMapping: null,
+  syncID: null,
+  coordinatorID: null,
+});
+
 /**
  * The state-dependent shape of a progress snapshot (SEED-API.md §3), applied where progress is
  * rendered so no engine detail can break it: IDLE reports only `state` and `canCommit` (false);
  * PAUSED has no lag.
  */
 export function applyProgressRules(progress: Progress): Progress {
-  if (progress.state === 'IDLE') {
-    return {
-      state: 'IDLE',
-      canCommit: false,
-      canWrite: null,
-      info: null,
-      lagTimeSeconds: null,
-      totalEventsApplied: null,
-      collectionCopy: null,
-      directionMapping: null,
-      syncID: null,
-      coordinatorID: null,
-    };
-  }
+  if (progress.state === 'IDLE') return { ...IDLE_PROGRESS };
   if (progress.state === 'PAUSED') return { ...progress, lagTimeSeconds: null };
   return progress;
 }

@@ -1,7 +1,6 @@
 export * from './sync-engine';
 export * from './ports';
 export * from './namespaces/namespace-filter';
-export * from './namespaces/safe-regex';
 export * from './plan/planner';
 export * from './prepare/destination-preparer';
 export * from './prepare/index-relaxation';

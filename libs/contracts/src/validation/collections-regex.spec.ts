@@ -1,4 +1,5 @@
-import { compileCollectionsRegex, stripExtendedSyntax } from './collections-regex';
+import { compileCollectionsRegex } from './collections-regex';
+import { stripExtendedSyntax } from './safe-regex';
 
 describe('compileCollectionsRegex', () => {
   it('maps i, m and s to the JavaScript flags of the same meaning', () => {

@@ -1,4 +1,4 @@
-import type { Progress, ProgressInfo, SyncState } from '@sync/contracts';
+import { IDLE_PROGRESS, type Progress, type ProgressInfo, type SyncState } from '@sync/contracts';
 import type { ChangeApplicationStatus } from './phases';
 
 export interface ProgressInputs {
@@ -16,19 +16,6 @@ export interface ProgressInputs {
   coordinatorID: string;
   failure: string | null;
 }
-
-export const IDLE_PROGRESS: Progress = {
-  state: 'IDLE',
-  canCommit: false,
-  canWrite: null,
-  info: null,
-  lagTimeSeconds: null,
-  totalEventsApplied: null,
-  collectionCopy: null,
-  directionMapping: null,
-  syncID: null,
-  coordinatorID: null,
-};
 
 /**
  * SEED-API §2.5 / §4.2 rules for the copy figures:

@@ -25,7 +25,7 @@ import {
   type PartitioningOptions,
 } from '../copy/partition-planner';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
-import { UnsafeRegexError } from '../namespaces/safe-regex';
+import { UnsafeRegexError } from '@sync/contracts';
 import { namespaceId, planSync } from '../plan/planner';
 import {
   DestinationNotEmptyError,

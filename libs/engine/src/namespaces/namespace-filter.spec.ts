@@ -1,5 +1,5 @@
 import { NamespaceFilter } from './namespace-filter';
-import { compileSafeRegex, UnsafeRegexError } from './safe-regex';
+import { compileSafeRegex, UnsafeRegexError } from '@sync/contracts';
 
 describe('NamespaceFilter', () => {
   it('selects everything but system databases, the metadata database and system.* without filters', () => {

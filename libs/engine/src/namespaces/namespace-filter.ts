@@ -1,5 +1,5 @@
 import type { NamespaceFilterEntry } from '@sync/contracts';
-import { compileSafeRegex } from './safe-regex';
+import { compileSafeRegex } from '@sync/contracts';
 
 /** Databases the service never syncs (SPEC §3): MongoDB's own and the sync's metadata. */
 export const NEVER_SYNCED_DATABASES: ReadonlySet<string> = new Set([

@@ -19,7 +19,11 @@ export const MAX_OPEN_QUANTIFIERS = 2;
 const LARGE_BOUND = 16;
 
 export class UnsafeRegexError extends Error {
-  constructor(pattern: string, reason: string) {
+  constructor(
+    pattern: string,
+    /** Why the pattern is refused, phrased to follow a field name. */
+    readonly reason: string,
+  ) {
     super(`collectionsRegex ${JSON.stringify(pattern.slice(0, 80))} is not accepted: ${reason}`);
     this.name = 'UnsafeRegexError';
   }
@@ -28,7 +32,7 @@ export class UnsafeRegexError extends Error {
 /** MongoDB option letters → JS flags. `x` (extended) is applied by stripping whitespace/comments. */
 export function compileSafeRegex(pattern: string, options = ''): RegExp {
   if (pattern.length > MAX_PATTERN_LENGTH) {
-    throw new UnsafeRegexError(pattern, `longer than ${MAX_PATTERN_LENGTH} characters`);
+    throw new UnsafeRegexError(pattern, `must be at most ${MAX_PATTERN_LENGTH} characters`);
   }
   let flags = '';
   let extended = false;
@@ -40,10 +44,10 @@ export function compileSafeRegex(pattern: string, options = ''): RegExp {
     } else if (letter === 'u') {
       // MongoDB patterns are UTF-8 already; the JS `u` flag only tightens syntax.
     } else {
-      throw new UnsafeRegexError(pattern, `unknown option ${JSON.stringify(letter)}`);
+      throw new UnsafeRegexError(pattern, `has unsupported option ${JSON.stringify(letter)}`);
     }
   }
-  const source = extended ? stripExtended(pattern) : pattern;
+  const source = extended ? stripExtendedSyntax(pattern) : pattern;
   checkComplexity(pattern, source);
   try {
     return new RegExp(source, flags + 'u');
@@ -54,14 +58,14 @@ export function compileSafeRegex(pattern: string, options = ''): RegExp {
     } catch (error) {
       throw new UnsafeRegexError(
         pattern,
-        `invalid regular expression (${(error as Error).message})`,
+        `is not a valid regular expression (${(error as Error).message.replace(/^Invalid regular expression: /, '')})`,
       );
     }
   }
 }
 
 /** PCRE extended mode: unescaped whitespace outside classes is ignored, `#` starts a comment. */
-function stripExtended(pattern: string): string {
+export function stripExtendedSyntax(pattern: string): string {
   let out = '';
   let inClass = false;
   for (let i = 0; i < pattern.length; i++) {
@@ -99,7 +103,10 @@ function checkComplexity(original: string, source: string): void {
     if (c === '\\') {
       const next = source[i + 1] ?? '';
       if (/[1-9]/.test(next) || next === 'k')
-        throw new UnsafeRegexError(original, 'backreferences are not allowed');
+        throw new UnsafeRegexError(
+          original,
+          'uses a backreference, which can take exponential time to match',
+        );
       i++;
       lastAtom = 'atom';
       continue;
@@ -134,7 +141,7 @@ function checkComplexity(original: string, source: string): void {
         if (lastAtom.hasQuantifier || lastAtom.hasAlternation) {
           throw new UnsafeRegexError(
             original,
-            'a repeated group may not contain quantifiers or alternations',
+            'nests unbounded quantifiers or alternations inside a repeated group (like (a+)+ or (a|aa)*), which can take exponential time; simplify it',
           );
         }
       }
@@ -142,7 +149,7 @@ function checkComplexity(original: string, source: string): void {
       if (open > MAX_OPEN_QUANTIFIERS) {
         throw new UnsafeRegexError(
           original,
-          `more than ${MAX_OPEN_QUANTIFIERS} unbounded quantifiers`,
+          `has more than ${MAX_OPEN_QUANTIFIERS} unbounded quantifiers, which can take very long to match; simplify it`,
         );
       }
       stack[stack.length - 1]!.hasQuantifier ||= quantifier.repeats;
