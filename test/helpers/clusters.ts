@@ -19,7 +19,7 @@ export interface TestClusters {
 }
 
 export interface TestClusterOptions {
-  /** Users for emulated clusters (ignored for real clusters, whose URIs carry credentials). */
+  /** Users to exist on both clusters (created at launch for emulated ones, by createUser for real ones). */
   users?: Array<{ user: string; password: string; roles: string[] }>;
   historySize?: number;
 }
@@ -28,6 +28,9 @@ export async function startTestClusters(options: TestClusterOptions = {}): Promi
   const envSource = process.env.SYNC_TEST_SOURCE_URI;
   const envDestination = process.env.SYNC_TEST_DESTINATION_URI;
   if (envSource && envDestination) {
+    // Real clusters: the suites' users (an ordinary one is needed to see write blocking bind)
+    // are created through the given connection strings, which must carry a user-admin.
+    for (const uri of [envSource, envDestination]) await ensureUsers(uri, options.users ?? []);
     return {
       sourceUri: envSource,
       destinationUri: envDestination,
@@ -39,8 +42,16 @@ export async function startTestClusters(options: TestClusterOptions = {}): Promi
       stop: async () => undefined,
     };
   }
-  const source = await startReplicaSet({ name: 'source', users: options.users, historySize: options.historySize });
-  const destination = await startReplicaSet({ name: 'destination', users: options.users, historySize: options.historySize });
+  const source = await startReplicaSet({
+    name: 'source',
+    users: options.users,
+    historySize: options.historySize,
+  });
+  const destination = await startReplicaSet({
+    name: 'destination',
+    users: options.users,
+    historySize: options.historySize,
+  });
   return {
     sourceUri: source.uri,
     destinationUri: destination.uri,
@@ -64,12 +75,41 @@ export function withCredentials(uri: string, user: string, password: string): st
   return url.toString();
 }
 
-async function dropUserDatabases(uri: string, user?: { user: string; password: string }): Promise<void> {
-  const client = await MongoClient.connect(user ? withCredentials(uri, user.user, user.password) : uri);
+async function dropUserDatabases(
+  uri: string,
+  user?: { user: string; password: string },
+): Promise<void> {
+  const client = await MongoClient.connect(
+    user ? withCredentials(uri, user.user, user.password) : uri,
+  );
   try {
     const { databases } = await client.db('admin').admin().listDatabases({ nameOnly: true });
     for (const { name } of databases) {
       if (!['admin', 'config', 'local'].includes(name)) await client.db(name).dropDatabase();
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+async function ensureUsers(
+  uri: string,
+  users: Array<{ user: string; password: string; roles: string[] }>,
+): Promise<void> {
+  if (users.length === 0) return;
+  const client = await MongoClient.connect(uri);
+  try {
+    for (const u of users) {
+      try {
+        await client.db('admin').command({
+          createUser: u.user,
+          pwd: u.password,
+          roles: u.roles.map((role) => ({ role, db: 'admin' })),
+        });
+      } catch (error) {
+        // 51003 UserAlreadyExists: a previous run created it.
+        if ((error as { code?: number }).code !== 51003) throw error;
+      }
     }
   } finally {
     await client.close();

@@ -31,7 +31,7 @@ export interface AuthClusters {
 export async function startAuthClusters(historySize?: number): Promise<AuthClusters> {
   const clusters = await startTestClusters({ users: USERS, historySize });
   const creds = (uri: string, u: (typeof USERS)[number]) =>
-    clusters.real ? uri : withCredentials(uri, u.user, u.password);
+    withCredentials(uri, u.user, u.password);
   const sourceUri = creds(clusters.sourceUri, USERS[0]!);
   const destinationUri = creds(clusters.destinationUri, USERS[0]!);
   const src = await MongoClient.connect(sourceUri);
