@@ -1,15 +1,6 @@
-import type { Document } from 'bson';
+import { Int32, type Document } from 'bson';
+import { bsonTypeOf } from '../bson/compare';
 import { compileProjection } from './projection';
-
-jest.mock(
-  '../aggregate/expressions',
-  () => ({
-    // Stand-in evaluator: field paths and {$add: [path, n]} only.
-    evaluateExpression: (expr: any, root: any) =>
-      typeof expr === 'string' ? root[expr.slice(1)] : root[expr.$add[0].slice(1)] + expr.$add[1],
-  }),
-  { virtual: true },
-);
 
 const p = (spec: Document, doc: Document, filter?: Document) =>
   compileProjection(spec, filter)(doc);
@@ -73,13 +64,14 @@ describe('compileProjection', () => {
     const d = { _id: 1, arr: [{ c: 1 }, { c: 2 }] };
     expect(p({ 'arr.$': 1 }, d, { 'arr.c': 2 })).toEqual({ _id: 1, arr: [{ c: 2 }] });
   });
-  it('evaluates computed fields and ignores $meta', () => {
-    expect(
-      p({ a: 1, n: { $add: ['$a', 1] }, s: { $meta: 'textScore' } }, { _id: 1, a: 1 }),
-    ).toEqual({
-      _id: 1,
-      a: 1,
-      n: 2,
-    });
+  it('evaluates computed fields with the aggregation evaluator and ignores $meta', () => {
+    const r = p(
+      { a: 1, n: { $add: ['$a', new Int32(1)] }, s: { $meta: 'textScore' } },
+      { _id: 1, a: new Int32(1) },
+    );
+    expect(Object.keys(r)).toEqual(['_id', 'a', 'n']);
+    // int + int stays int in MongoDB's arithmetic.
+    expect(bsonTypeOf(r.n)).toBe('int');
+    expect(Number(r.n)).toBe(2);
   });
 });
