@@ -1,0 +1,292 @@
+/**
+ * Throughput benchmark (issue 5): the worker's copy and change application against the
+ * physical limit of the same emulated clusters, measured side by side in one run.
+ *
+ *   npm run bench                 full run (200k × ~1 KB documents over 8 collections)
+ *   npm run bench -- --quick      ~2-minute smoke run (CI runs it without asserting speed)
+ *   npm run bench -- --cpu-prof   also CPU-profile the worker and both emulators
+ *
+ * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
+ */
+import { mkdirSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { measureChangeApplication, removeLoadDocuments, type ChangeResult } from './change-load';
+import { insertRange, type DatasetSpec } from './dataset';
+import { BenchUsageError, parseBenchArgs, USAGE, type BenchOptions } from './options';
+import { memoryOf, sleep, startEmulator, stopAll } from './processes';
+import { summariseProfiles } from './profile-summary';
+import {
+  measureScan,
+  measureWrite,
+  type Rate,
+  type ScanResult,
+  type WriteResult,
+} from './raw-rates';
+import { copyFinished, progress, runWorkerCopy, type CopyRun } from './worker-copy';
+import { renderTable } from './report';
+
+export const TARGETS = { copyRatio: 0.8, changeRatio: 0.5, scaling4x: 4.4, peakRssMB4x: 300 };
+const DATABASE = 'bench';
+const SCRATCH = 'bench_raw_write';
+
+const log = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+export interface BenchResult {
+  copyRatio: number | null;
+  changeRatio: number | null;
+  scaling4x: number | null;
+  peakRssMB4x: number | null;
+  scale: number;
+  quick: boolean;
+  lagLimitSeconds: number;
+  dataset: DatasetSpec & { bytes: number };
+  scan: Omit<ScanResult, 'attempts'> & { attempts: ScanResult['attempts'] };
+  write: WriteResult;
+  copy1x: Rate & { peakRssMB: number };
+  change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
+  copy4x: (Rate & { peakRssMB: number; documentsTotal: number }) | { skipped: string };
+  time1xSeconds: number;
+  time4xSeconds: number | null;
+  peakRssMB1x: number;
+  targets: typeof TARGETS;
+  machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
+  profileDir: string | null;
+  workerErrors: string[];
+}
+
+async function main(options: BenchOptions): Promise<BenchResult> {
+  const loadAvgStart = loadavg();
+  const profileDir = options.profileDir
+    ? resolve(options.profileDir, new Date().toISOString().replace(/[:.]/g, '-'))
+    : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const spec: DatasetSpec = {
+    database: DATABASE,
+    collections: options.collections,
+    documents: options.documents,
+    documentBytes: options.documentBytes,
+  };
+  const workerErrors: string[] = [];
+
+  log(
+    `bench: ${spec.documents} documents of ~${spec.documentBytes} B over ${spec.collections} collections${options.quick ? ' (quick)' : ''}; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
+  );
+  const source = await startEmulator('bench-source', profileDir);
+  let destination = await startEmulator('bench-destination', profileDir);
+  const sourceClient = await MongoClient.connect(source.firstLine.uri);
+  let destinationClient = await MongoClient.connect(destination.firstLine.uri);
+  try {
+    log('loading the dataset into the source…');
+    const loaded = await insertRange(sourceClient, DATABASE, spec, 0, spec.documents, {
+      batchSize: 1_000,
+      concurrency: 4,
+      exactSizes: true,
+    });
+    const dataset = { ...spec, bytes: loaded.bytes };
+    log(
+      `  ${loaded.documents} documents, ${(loaded.bytes / 1e6).toFixed(1)} MB in ${loaded.seconds.toFixed(1)} s`,
+    );
+
+    log('(a) source raw scan…');
+    const scan = await measureScan(sourceClient, spec, options.quick ? [1, 4] : [1, 2, 4]);
+    log(
+      `  ${Math.round(scan.docsPerSec)} docs/s, ${scan.mbPerSec.toFixed(1)} MB/s (concurrency ${scan.concurrency})`,
+    );
+
+    log('(b) destination raw write (unordered insertMany)…');
+    const write = await measureWrite(destinationClient, SCRATCH, spec, loaded.bytes, {
+      concurrencies: options.quick ? [2, 4] : [1, 2, 4, 8],
+      batchSizes: options.quick ? [1_000] : [1_000, 5_000],
+      probeDocuments: options.quick ? 5_000 : 20_000,
+    });
+    log(
+      `  ${Math.round(write.docsPerSec)} docs/s, ${write.mbPerSec.toFixed(1)} MB/s (concurrency ${write.concurrency}, batch ${write.batchSize})`,
+    );
+
+    log('(c) worker copy at 1×…');
+    const copy1 = await runWorkerCopy(source.firstLine.uri, destination.firstLine.uri, loaded, {
+      profileDir,
+      tag: '1x',
+      timeoutMs: 30 * 60_000,
+      onTick: (p) => log(`  ${describe(p)}`),
+    });
+    log(
+      `  ${Math.round(copy1.docsPerSec)} docs/s, ${copy1.mbPerSec.toFixed(1)} MB/s in ${copy1.seconds.toFixed(1)} s, peak RSS ${copy1.peakRssMB.toFixed(0)} MB`,
+    );
+
+    let change: BenchResult['change'];
+    if (options.skipChanges) change = { skipped: '--skip-changes' };
+    else change = await changePhase(options, spec, sourceClient, destinationClient, copy1, write);
+    const peakRssMB1x = memoryOf(copy1.worker.started.child)?.hwmMB ?? copy1.peakRssMB;
+    workerErrors.push(...copy1.worker.errors);
+    await copy1.worker.started.stop();
+
+    let copy4: BenchResult['copy4x'] = { skipped: '--skip-scaling' };
+    if (!options.skipScaling) {
+      const total = Math.round(spec.documents * options.scale);
+      log(`(f) worker copy at ${options.scale}× (${total} documents)…`);
+      if (!('skipped' in change)) await removeLoadDocuments(sourceClient, spec);
+      await destinationClient.close();
+      await destination.stop();
+      destination = await startEmulator('bench-destination-scaled', profileDir);
+      destinationClient = await MongoClient.connect(destination.firstLine.uri);
+      const more = await insertRange(sourceClient, DATABASE, spec, spec.documents, total, {
+        batchSize: 1_000,
+        concurrency: 4,
+        exactSizes: true,
+      });
+      log(`  loaded ${more.documents} more documents in ${more.seconds.toFixed(1)} s`);
+      const scaledBytes = loaded.bytes + more.bytes;
+      const copy = await runWorkerCopy(
+        source.firstLine.uri,
+        destination.firstLine.uri,
+        { documents: total, bytes: scaledBytes },
+        {
+          profileDir,
+          tag: `${options.scale}x`,
+          timeoutMs: 60 * 60_000,
+          onTick: (p) => log(`  ${describe(p)}`),
+        },
+      );
+      const peakRssMB = memoryOf(copy.worker.started.child)?.hwmMB ?? copy.peakRssMB;
+      workerErrors.push(...copy.worker.errors);
+      await copy.worker.started.stop();
+      copy4 = { ...withoutProcess(copy), peakRssMB: round(peakRssMB), documentsTotal: total };
+      log(
+        `  ${Math.round(copy.docsPerSec)} docs/s in ${copy.seconds.toFixed(1)} s, peak RSS ${peakRssMB.toFixed(0)} MB`,
+      );
+    }
+
+    const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
+    const sustained = 'skipped' in change ? null : change.sustainedOpsPerSec;
+    const time4 = 'skipped' in copy4 ? null : copy4.seconds;
+    return {
+      copyRatio: round(copy1.docsPerSec / minRaw),
+      changeRatio: sustained === null ? null : round(sustained / write.docsPerSec),
+      scaling4x: time4 === null ? null : round(time4 / copy1.seconds),
+      peakRssMB4x: 'skipped' in copy4 ? null : round(copy4.peakRssMB),
+      scale: options.scale,
+      quick: options.quick,
+      lagLimitSeconds: options.lagLimitSeconds,
+      dataset,
+      scan,
+      write,
+      copy1x: { ...withoutProcess(copy1), peakRssMB: round(copy1.peakRssMB) },
+      change,
+      copy4x: copy4,
+      time1xSeconds: round(copy1.seconds),
+      time4xSeconds: time4 === null ? null : round(time4),
+      peakRssMB1x: round(peakRssMB1x),
+      targets: TARGETS,
+      machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
+      profileDir,
+      workerErrors,
+    };
+  } finally {
+    await Promise.all([sourceClient.close(), destinationClient.close()]);
+    await stopAll();
+  }
+}
+
+async function changePhase(
+  options: BenchOptions,
+  spec: DatasetSpec,
+  source: MongoClient,
+  destination: MongoClient,
+  copy: CopyRun,
+  write: WriteResult,
+): Promise<BenchResult['change']> {
+  log('(d) change application at rising rates…');
+  const api = copy.worker.api;
+  const deadline = Date.now() + (options.quick ? 15_000 : 60_000);
+  for (;;) {
+    const p = await progress(api);
+    if (p.info === 'change event application' || (copyFinished(p) && p.lagTimeSeconds !== null))
+      break;
+    if (Date.now() > deadline) {
+      const reason = `the worker never reached change event application (info: ${p.info})`;
+      log(`  skipped: ${reason}`);
+      return { skipped: reason };
+    }
+    await sleep(250);
+  }
+  // Start from a caught-up worker: its lag still counts from T0 right after the copy.
+  const settle = Date.now() + (options.quick ? 10_000 : 60_000);
+  for (;;) {
+    const p = await progress(api);
+    if (p.canCommit || (p.lagTimeSeconds !== null && p.lagTimeSeconds <= options.lagLimitSeconds))
+      break;
+    if (Date.now() > settle) {
+      log(`  note: worker lag still ${p.lagTimeSeconds} s; starting the load anyway`);
+      break;
+    }
+    await sleep(250);
+  }
+  const rates = options.rateFactors.map((f) => Math.max(20, Math.round(f * write.docsPerSec)));
+  const result = await measureChangeApplication(source, destination, api, spec, {
+    rates,
+    windowSeconds: options.windowSeconds,
+    drainSeconds: options.drainSeconds,
+    lagLimitSeconds: options.lagLimitSeconds,
+    log,
+  });
+  return { ...result, peakRssMB: round(memoryOf(copy.worker.started.child)?.hwmMB ?? 0) };
+}
+
+function describe(p: Awaited<ReturnType<typeof progress>>): string {
+  const c = p.collectionCopy;
+  const pct =
+    c && c.estimatedTotalBytes > 1 ? (100 * c.estimatedCopiedBytes) / c.estimatedTotalBytes : 0;
+  return `${p.state} ${p.info ?? ''} ${pct.toFixed(0)}%`;
+}
+
+function withoutProcess(run: CopyRun): Rate {
+  const { documents, bytes, seconds, docsPerSec, mbPerSec } = run;
+  return {
+    documents,
+    bytes,
+    seconds: round(seconds),
+    docsPerSec: round(docsPerSec),
+    mbPerSec: round(mbPerSec),
+  };
+}
+
+const round = (v: number): number => Math.round(v * 1000) / 1000;
+
+if (require.main === module) {
+  let options: BenchOptions;
+  try {
+    options = parseBenchArgs(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof BenchUsageError)) throw error;
+    process.stderr.write(`${error.message ? `bench: ${error.message}\n` : ''}${USAGE}\n`);
+    process.exit(error.message ? 2 : 0);
+  }
+  const interrupt = (): void => {
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  main(options).then(
+    (result) => {
+      log('');
+      for (const line of renderTable(result)) log(line);
+      if (result.profileDir) {
+        log('');
+        log(`CPU profiles in ${result.profileDir}:`);
+        for (const line of summariseProfiles(result.profileDir)) log(line);
+      }
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+    },
+    (error: unknown) => {
+      log(
+        `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
+      void stopAll().finally(() => process.exit(1));
+    },
+  );
+}

@@ -1,0 +1,351 @@
+import {
+  Double,
+  Int32,
+  Long,
+  type AnyBulkWriteOperation,
+  type Document,
+  type MongoClient,
+} from 'mongodb';
+import { rng } from '../lib/sample-data';
+import { collectionName, collectionOf, makeDocument, type DatasetSpec } from './dataset';
+import { sleep } from './processes';
+import { progress } from './worker-copy';
+
+/** `_id`s of documents the load inserts: far above the dataset's, so cleanup is one range. */
+export const LOAD_ID_BASE = 1_000_000_000_000;
+const PROBE_DB = 'bench_probe';
+const TICK_MS = 100;
+const PROBE_MS = 100;
+const MAX_TICKS_IN_FLIGHT = 4;
+
+export interface StepResult {
+  targetOpsPerSec: number;
+  achievedOpsPerSec: number;
+  inserts: number;
+  updates: number;
+  deletes: number;
+  probes: number;
+  lagP50: number | null;
+  lagP99: number | null;
+  lagMax: number | null;
+  /** Highest `lagTimeSeconds` the worker itself reported during the window. */
+  workerLagMax: number | null;
+  drained: boolean;
+  /** The load generator (or the source) could not produce 90% of the target rate. */
+  loadLimited: boolean;
+  /** Lag p99 stayed within the limit for the achieved rate (which is the step's figure). */
+  held: boolean;
+}
+
+export interface ChangeResult {
+  /** Highest achieved ops/s of a step whose lag p99 stayed ≤ the limit (null: none held). */
+  sustainedOpsPerSec: number | null;
+  /**
+   * True when rising stopped because the load generator/source could not produce the target
+   * while the worker kept up: the sustained figure is then a lower bound.
+   */
+  sourceLimited: boolean;
+  steps: StepResult[];
+}
+
+export interface ChangeOptions {
+  rates: number[];
+  windowSeconds: number;
+  drainSeconds: number;
+  lagLimitSeconds: number;
+  log: (line: string) => void;
+}
+
+/**
+ * (d) Change application: a load generator applies a mix of inserts (30%), updates (40%) and
+ * deletes (30% — of documents it inserted itself) to the dataset's collections at rising rates,
+ * in unordered bulk writes every 100 ms. Lag is measured end to end: every 100 ms a probe
+ * document on the source gets the next sequence number, and a poller on the destination sees
+ * when each number arrives; a step holds when lag p99 ≤ the limit (its figure is the rate the
+ * load achieved; if that is < 90% of the target the load, not the worker, is the limit and rising
+ * stops with a lower bound). Rising stops at the first step that does not hold (if that is the first step,
+ * its rate is halved, at most 3 times, so a sustained figure is still found).
+ */
+export async function measureChangeApplication(
+  source: MongoClient,
+  destination: MongoClient,
+  api: string,
+  spec: DatasetSpec,
+  options: ChangeOptions,
+): Promise<ChangeResult> {
+  const load = new LoadGenerator(source, spec);
+  const probe = new LagProbe(source, destination);
+  await probe.init();
+  const steps: StepResult[] = [];
+  let sourceLimited = false;
+  try {
+    // Rising rates; if even the first one fails, halve it (up to 3 times) so a figure exists.
+    const queue = [...options.rates];
+    let halvings = 0;
+    while (queue.length > 0) {
+      const target = queue.shift()!;
+      const step = await runStep(load, probe, api, target, options);
+      steps.push(step);
+      options.log(
+        `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}`,
+      );
+      if (step.held && step.loadLimited) {
+        sourceLimited = true; // the worker kept up with all the load could produce: a lower bound
+        break;
+      }
+      if (step.held) continue;
+      if (steps.some((s) => s.held) || halvings >= 3 || target / 2 < 10) break;
+      halvings += 1;
+      queue.length = 0;
+      queue.push(target / 2);
+    }
+  } finally {
+    probe.close();
+  }
+  const held = steps.filter((s) => s.held).map((s) => s.achievedOpsPerSec);
+  return {
+    sustainedOpsPerSec: held.length ? Math.max(...held) : null,
+    sourceLimited,
+    steps,
+  };
+}
+
+/** Deletes what the load inserted, so the source holds exactly the 1× dataset again. */
+export async function removeLoadDocuments(source: MongoClient, spec: DatasetSpec): Promise<void> {
+  const db = source.db(spec.database);
+  for (let k = 0; k < spec.collections; k++) {
+    await db
+      .collection<{ _id: Long }>(collectionName(k))
+      .deleteMany({ _id: { $gte: Long.fromNumber(LOAD_ID_BASE) } });
+  }
+  await source.db(PROBE_DB).dropDatabase();
+}
+
+async function runStep(
+  load: LoadGenerator,
+  probe: LagProbe,
+  api: string,
+  target: number,
+  options: ChangeOptions,
+): Promise<StepResult> {
+  const before = { ...load.counts };
+  const firstProbe = probe.nextSeq;
+  let workerLagMax: number | null = null;
+  const watchWorker = async (): Promise<void> => {
+    const p = await progress(api).catch(() => null);
+    if (p?.lagTimeSeconds != null) workerLagMax = Math.max(workerLagMax ?? 0, p.lagTimeSeconds);
+  };
+  probe.start();
+  const started = Date.now();
+  const end = started + options.windowSeconds * 1000;
+  let issued = 0;
+  let inFlight = 0;
+  const pending = new Set<Promise<void>>();
+  let nextWatch = started;
+  while (Date.now() < end) {
+    const due = Math.floor((target * (Date.now() - started)) / 1000) - issued;
+    if (due > 0 && inFlight < MAX_TICKS_IN_FLIGHT) {
+      const count = Math.min(due, Math.ceil((target * TICK_MS * 2) / 1000));
+      issued += count;
+      inFlight += 1;
+      const write = load.issue(count).finally(() => {
+        inFlight -= 1;
+        pending.delete(write);
+      });
+      pending.add(write);
+    }
+    if (Date.now() >= nextWatch) {
+      nextWatch += 1000;
+      void watchWorker();
+    }
+    await sleep(Math.min(TICK_MS / 2, Math.max(1, end - Date.now())));
+  }
+  await Promise.all(pending);
+  const elapsed = (Date.now() - started) / 1000;
+  probe.stop();
+  const lastProbe = probe.nextSeq - 1;
+  const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
+  const lags = probe.lagsOf(firstProbe, lastProbe);
+  const done = {
+    inserts: load.counts.inserts - before.inserts,
+    updates: load.counts.updates - before.updates,
+    deletes: load.counts.deletes - before.deletes,
+  };
+  const achieved = (done.inserts + done.updates + done.deletes) / elapsed;
+  const p99 = drained ? quantile(lags, 0.99) : null;
+  return {
+    targetOpsPerSec: target,
+    achievedOpsPerSec: achieved,
+    ...done,
+    probes: lags.length,
+    lagP50: quantile(lags, 0.5),
+    lagP99: p99,
+    lagMax: lags.length ? Math.max(...lags) : null,
+    workerLagMax,
+    drained,
+    loadLimited: achieved < 0.9 * target,
+    held: drained && p99 !== null && p99 <= options.lagLimitSeconds,
+  };
+}
+
+/** Mixed writes on the dataset's collections, one unordered bulkWrite per collection per call. */
+class LoadGenerator {
+  readonly counts = { inserts: 0, updates: 0, deletes: 0 };
+  private readonly random = rng(99);
+  private nextId = LOAD_ID_BASE;
+  /** Acknowledged inserted `_id`s not yet deleted, oldest first (deletes take the oldest). */
+  private readonly inserted: number[] = [];
+  private insertedHead = 0;
+
+  constructor(
+    private readonly client: MongoClient,
+    private readonly spec: DatasetSpec,
+  ) {}
+
+  async issue(count: number): Promise<void> {
+    const perCollection = new Map<number, AnyBulkWriteOperation<Document>[]>();
+    const add = (k: number, op: AnyBulkWriteOperation<Document>): void => {
+      const list = perCollection.get(k) ?? [];
+      list.push(op);
+      perCollection.set(k, list);
+    };
+    const tally = { inserts: 0, updates: 0, deletes: 0 };
+    const added: number[] = [];
+    for (let n = 0; n < count; n++) {
+      const r = this.random();
+      if (r < 0.3) {
+        const id = this.nextId++;
+        added.push(id);
+        add(collectionOf(this.spec, id), {
+          insertOne: { document: makeDocument(id, this.spec.documentBytes) },
+        });
+        tally.inserts += 1;
+      } else if (r < 0.6 && this.insertedHead < this.inserted.length) {
+        const id = this.inserted[this.insertedHead++]!;
+        add(collectionOf(this.spec, id), { deleteOne: { filter: { _id: Long.fromNumber(id) } } });
+        tally.deletes += 1;
+      } else {
+        const i = Math.floor(this.random() * this.spec.documents);
+        add(collectionOf(this.spec, i), {
+          updateOne: {
+            filter: { _id: Long.fromNumber(i) },
+            update: {
+              $set: { ratio: new Double(this.random()), 'flags.level': new Int32(n % 10) },
+              $inc: { seq: new Int32(1) },
+            },
+          },
+        });
+        tally.updates += 1;
+      }
+    }
+    if (this.insertedHead > 100_000) {
+      this.inserted.splice(0, this.insertedHead);
+      this.insertedHead = 0;
+    }
+    const db = this.client.db(this.spec.database);
+    await Promise.all(
+      [...perCollection].map(([k, ops]) =>
+        db.collection(collectionName(k)).bulkWrite(ops, { ordered: false }),
+      ),
+    );
+    this.inserted.push(...added); // deletable only once acknowledged: every delete hits a document
+    this.counts.inserts += tally.inserts;
+    this.counts.updates += tally.updates;
+    this.counts.deletes += tally.deletes;
+  }
+}
+
+/**
+ * End-to-end lag: sequence numbers written to one source document every 100 ms (time taken at
+ * the acknowledgement) and polled on the destination every 50 ms.
+ */
+class LagProbe {
+  nextSeq = 1;
+  private readonly writtenAt = new Map<number, number>();
+  private readonly seenAt = new Map<number, number>();
+  private highestSeen = 0;
+  private writer: NodeJS.Timeout | null = null;
+  private poller: NodeJS.Timeout | null = null;
+  private polling = false;
+
+  constructor(
+    private readonly source: MongoClient,
+    private readonly destination: MongoClient,
+  ) {}
+
+  async init(): Promise<void> {
+    await this.source
+      .db(PROBE_DB)
+      .collection('lag')
+      .updateOne({ _id: 0 as never }, { $set: { seq: 0 } }, { upsert: true });
+    this.poller = setInterval(() => void this.poll(), 50);
+  }
+
+  start(): void {
+    this.writer = setInterval(() => {
+      const seq = this.nextSeq++;
+      void this.source
+        .db(PROBE_DB)
+        .collection('lag')
+        .updateOne({ _id: 0 as never }, { $set: { seq } })
+        .then(() => this.writtenAt.set(seq, Date.now()));
+    }, PROBE_MS);
+  }
+
+  stop(): void {
+    if (this.writer) clearInterval(this.writer);
+    this.writer = null;
+  }
+
+  close(): void {
+    this.stop();
+    if (this.poller) clearInterval(this.poller);
+  }
+
+  async waitSeen(seq: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.highestSeen < seq || !this.writtenAt.has(seq)) {
+      if (Date.now() > deadline) return false;
+      await sleep(50);
+    }
+    return true;
+  }
+
+  /** Lags (s) of probes `from..to`; a probe overtaken before it was polled counts from then. */
+  lagsOf(from: number, to: number): number[] {
+    const out: number[] = [];
+    for (let seq = from; seq <= to; seq++) {
+      const written = this.writtenAt.get(seq);
+      const seen = this.seenAt.get(seq);
+      if (written !== undefined && seen !== undefined) out.push(Math.max(0, seen - written) / 1000);
+    }
+    return out;
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const doc = await this.destination
+        .db(PROBE_DB)
+        .collection('lag')
+        .findOne({ _id: 0 as never }, { promoteValues: true });
+      const seq = typeof doc?.seq === 'number' ? doc.seq : 0;
+      const now = Date.now();
+      for (let s = this.highestSeen + 1; s <= seq; s++) this.seenAt.set(s, now);
+      this.highestSeen = Math.max(this.highestSeen, seq);
+    } catch {
+      // the destination may not have the probe collection yet
+    } finally {
+      this.polling = false;
+    }
+  }
+}
+
+function quantile(values: number[], q: number): number | null {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+const fmt = (v: number | null): string => (v === null ? '-' : v.toFixed(2));

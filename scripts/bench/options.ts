@@ -1,0 +1,119 @@
+export interface BenchOptions {
+  quick: boolean;
+  documents: number;
+  documentBytes: number;
+  collections: number;
+  /** Multiplier of the scaling run (f). */
+  scale: number;
+  /** Directory for `--cpu-prof` output of the worker and emulators (null: off). */
+  profileDir: string | null;
+  /** Change-load window per rate step, and how long a step may take to drain. */
+  windowSeconds: number;
+  drainSeconds: number;
+  lagLimitSeconds: number;
+  /** Change-load rates as fractions of the destination's raw write rate. */
+  rateFactors: number[];
+  skipChanges: boolean;
+  skipScaling: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+  --quick                 ~2-minute smoke run (smaller dataset, 5 s change windows)
+  --docs N                documents at 1× (default 200000; quick 20000)
+  --doc-size BYTES        approximate document size (default 1024)
+  --collections N         collections the documents are spread over (default 8)
+  --scale N               the scaling run's multiple of the dataset (default 4)
+  --window S              change-load window per rate step, seconds (default 30; quick 5)
+  --lag-limit S           lag p99 a step must keep (default 2)
+  --rates F,F,...         change-load rates as fractions of the raw write rate
+  --skip-changes          skip (d)
+  --skip-scaling          skip (f)
+  --cpu-prof [DIR]        CPU-profile the worker and both emulators into DIR
+                          (default .tmp/bench-profiles; also BENCH_CPU_PROF=DIR or =1)`;
+
+const FULL_RATES = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25, 1.5];
+const QUICK_RATES = [0.05, 0.2, 0.5];
+
+export class BenchUsageError extends Error {}
+
+export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
+  const quick = argv.includes('--quick');
+  const o: BenchOptions = {
+    quick,
+    documents: quick ? 20_000 : 200_000,
+    documentBytes: 1024,
+    collections: 8,
+    scale: 4,
+    profileDir: profileDirFromEnv(env.BENCH_CPU_PROF),
+    windowSeconds: quick ? 5 : 30,
+    drainSeconds: quick ? 10 : 60,
+    lagLimitSeconds: 2,
+    rateFactors: quick ? QUICK_RATES : FULL_RATES,
+    skipChanges: false,
+    skipScaling: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--'))
+        throw new BenchUsageError(`${arg} needs a value`);
+      i += 1;
+      return next;
+    };
+    const positive = (text: string): number => {
+      const n = Number(text);
+      if (!Number.isFinite(n) || n <= 0)
+        throw new BenchUsageError(`${arg}: not a positive number: ${text}`);
+      return n;
+    };
+    switch (arg) {
+      case '--quick':
+        break;
+      case '--docs':
+        o.documents = Math.floor(positive(value()));
+        break;
+      case '--doc-size':
+        o.documentBytes = Math.floor(positive(value()));
+        break;
+      case '--collections':
+        o.collections = Math.floor(positive(value()));
+        break;
+      case '--scale':
+        o.scale = positive(value());
+        break;
+      case '--window':
+        o.windowSeconds = positive(value());
+        break;
+      case '--lag-limit':
+        o.lagLimitSeconds = positive(value());
+        break;
+      case '--rates':
+        o.rateFactors = value().split(',').map(positive);
+        break;
+      case '--skip-changes':
+        o.skipChanges = true;
+        break;
+      case '--skip-scaling':
+        o.skipScaling = true;
+        break;
+      case '--cpu-prof': {
+        const next = argv[i + 1];
+        o.profileDir =
+          next !== undefined && !next.startsWith('--') ? (i++, next) : '.tmp/bench-profiles';
+        break;
+      }
+      case '--help':
+      case '-h':
+        throw new BenchUsageError('');
+      default:
+        throw new BenchUsageError(`unknown argument '${arg}'`);
+    }
+  }
+  return o;
+}
+
+function profileDirFromEnv(value: string | undefined): string | null {
+  if (!value || value === '0') return null;
+  return value === '1' ? '.tmp/bench-profiles' : value;
+}

@@ -1,0 +1,123 @@
+import type { MongoClient } from 'mongodb';
+import { batchesOf, collectionName, insertRange, secondsSince, type DatasetSpec } from './dataset';
+
+export interface Rate {
+  documents: number;
+  bytes: number;
+  seconds: number;
+  docsPerSec: number;
+  mbPerSec: number;
+}
+
+export function rate(documents: number, bytes: number, seconds: number): Rate {
+  return {
+    documents,
+    bytes,
+    seconds,
+    docsPerSec: seconds > 0 ? documents / seconds : 0,
+    mbPerSec: seconds > 0 ? bytes / 1e6 / seconds : 0,
+  };
+}
+
+export interface ScanResult extends Rate {
+  /** Collections scanned at the same time in the best attempt. */
+  concurrency: number;
+  attempts: Array<{ concurrency: number; docsPerSec: number }>;
+}
+
+/**
+ * (a) The source's raw scan rate: driver `find({})` over every collection with large batches,
+ * `raw: true` (as the worker's reader: documents stay BSON buffers, nothing is re-encoded).
+ * Tried one collection at a time and several at once; the best attempt is the limit.
+ */
+export async function measureScan(
+  client: MongoClient,
+  spec: DatasetSpec,
+  concurrencies: number[],
+  batchSize = 10_000,
+): Promise<ScanResult> {
+  const attempts: ScanResult['attempts'] = [];
+  let best: ScanResult | null = null;
+  for (const concurrency of concurrencies) {
+    let next = 0;
+    let documents = 0;
+    let bytes = 0;
+    const started = process.hrtime.bigint();
+    const lane = async (): Promise<void> => {
+      while (next < spec.collections) {
+        const name = collectionName(next++);
+        const cursor = client.db(spec.database).collection(name).find({}, { raw: true, batchSize });
+        for await (const doc of cursor as AsyncIterable<unknown>) {
+          documents += 1;
+          bytes += (doc as Uint8Array).byteLength;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, spec.collections) }, lane));
+    const result = { ...rate(documents, bytes, secondsSince(started)), concurrency, attempts };
+    attempts.push({ concurrency, docsPerSec: Math.round(result.docsPerSec) });
+    if (!best || result.docsPerSec > best.docsPerSec) best = result;
+  }
+  return best!;
+}
+
+export interface WriteResult extends Rate {
+  concurrency: number;
+  batchSize: number;
+  /** The probes that chose the concurrency and batch size (a sample of the documents each). */
+  probes: Array<{ concurrency: number; batchSize: number; docsPerSec: number }>;
+  /** Seconds the bench process spent generating the documents (included in `seconds`). */
+  generationSeconds: number;
+}
+
+/**
+ * (b) The destination's raw write rate: unordered `insertMany` of the same documents (same
+ * generator, same `_id`s) into a scratch database on the destination. A short probe over
+ * concurrency × batch size picks the best setting; then the whole dataset is written with it.
+ * The scratch database is dropped afterwards.
+ */
+export async function measureWrite(
+  client: MongoClient,
+  scratchDatabase: string,
+  spec: DatasetSpec,
+  datasetBytes: number,
+  grid: { concurrencies: number[]; batchSizes: number[]; probeDocuments: number },
+): Promise<WriteResult> {
+  const probes: WriteResult['probes'] = [];
+  let best = { concurrency: grid.concurrencies[0]!, batchSize: grid.batchSizes[0]!, docsPerSec: 0 };
+  const probeCount = Math.min(spec.documents, grid.probeDocuments);
+  if (grid.concurrencies.length * grid.batchSizes.length > 1) {
+    for (const batchSize of grid.batchSizes) {
+      for (const concurrency of grid.concurrencies) {
+        await client.db(scratchDatabase).dropDatabase();
+        const r = await insertRange(client, scratchDatabase, spec, 0, probeCount, {
+          batchSize,
+          concurrency,
+        });
+        const docsPerSec = r.documents / r.seconds;
+        probes.push({ concurrency, batchSize, docsPerSec: Math.round(docsPerSec) });
+        if (docsPerSec > best.docsPerSec) best = { concurrency, batchSize, docsPerSec };
+      }
+    }
+  }
+  await client.db(scratchDatabase).dropDatabase();
+  const generationSeconds = timeGeneration(spec);
+  const r = await insertRange(client, scratchDatabase, spec, 0, spec.documents, best);
+  await client.db(scratchDatabase).dropDatabase();
+  return {
+    ...rate(r.documents, datasetBytes, r.seconds),
+    concurrency: best.concurrency,
+    batchSize: best.batchSize,
+    probes,
+    generationSeconds,
+  };
+}
+
+/** How long generating the documents alone takes (measured on a sample, scaled). */
+function timeGeneration(spec: DatasetSpec): number {
+  const sample = Math.min(spec.documents, 5_000);
+  const started = process.hrtime.bigint();
+  let generated = 0;
+  for (const batch of batchesOf(spec, 0, sample, 1_000)) generated += batch.documents.length;
+  return generated > 0 ? (secondsSince(started) * spec.documents) / generated : 0;
+}

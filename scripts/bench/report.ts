@@ -1,0 +1,82 @@
+import type { BenchResult } from './bench';
+
+/** The human-readable summary (stderr): raw figures, then the ratios against their targets. */
+export function renderTable(r: BenchResult): string[] {
+  const n = (v: number | null | undefined, digits = 0): string =>
+    v === null || v === undefined ? '-' : v.toFixed(digits);
+  const row = (label: string, docs: string, mb: string, extra = ''): string =>
+    `${label.padEnd(40)}${docs.padStart(12)}${mb.padStart(10)}  ${extra}`;
+  const verdict = (value: number | null, target: number, atMost: boolean): string => {
+    if (value === null) return 'not measured';
+    const ok = atMost ? value <= target : value >= target;
+    return `${ok ? 'meets' : 'MISSES'} target ${atMost ? '≤' : '≥'} ${target}`;
+  };
+  const lines = [
+    `Benchmark — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collections (${n(r.dataset.bytes / 1e6, 1)} MB)${r.quick ? ', quick' : ''}`,
+    `machine: ${r.machine.cpus} CPUs, load average ${r.machine.loadAvgStart.map((l) => l.toFixed(1)).join('/')} → ${r.machine.loadAvgEnd.map((l) => l.toFixed(1)).join('/')} (figures from a shared machine are indicative only)`,
+    '',
+    row('figure', 'docs/s', 'MB/s', 'detail'),
+    row(
+      '(a) source raw scan',
+      n(r.scan.docsPerSec),
+      n(r.scan.mbPerSec, 1),
+      `find raw, ${r.scan.concurrency} collection(s) at once`,
+    ),
+    row(
+      '(b) destination raw write',
+      n(r.write.docsPerSec),
+      n(r.write.mbPerSec, 1),
+      `insertMany unordered, concurrency ${r.write.concurrency}, batch ${r.write.batchSize}`,
+    ),
+    row(
+      '(c) worker copy 1×',
+      n(r.copy1x.docsPerSec),
+      n(r.copy1x.mbPerSec, 1),
+      `${n(r.copy1x.seconds, 1)} s, peak RSS ${n(r.copy1x.peakRssMB)} MB`,
+    ),
+  ];
+  if ('skipped' in r.change)
+    lines.push(row('(d) sustained change rate', '-', '-', `skipped: ${r.change.skipped}`));
+  else {
+    lines.push(
+      row(
+        '(d) sustained change rate (ops/s)',
+        n(r.change.sustainedOpsPerSec),
+        '',
+        `lag p99 ≤ ${r.lagLimitSeconds} s${r.change.sourceLimited ? '; a lower bound: the load generator/source was the limit' : ''}`,
+      ),
+    );
+    for (const s of r.change.steps) {
+      lines.push(
+        `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  worker lag ≤ ${n(s.workerLagMax)} s  ${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}`,
+      );
+    }
+  }
+  if ('skipped' in r.copy4x)
+    lines.push(row(`(f) worker copy ${r.scale}×`, '-', '-', `skipped: ${r.copy4x.skipped}`));
+  else
+    lines.push(
+      row(
+        `(f) worker copy ${r.scale}×`,
+        n(r.copy4x.docsPerSec),
+        n(r.copy4x.mbPerSec, 1),
+        `${n(r.copy4x.seconds, 1)} s, peak RSS ${n(r.copy4x.peakRssMB)} MB`,
+      ),
+    );
+  lines.push(row('(e) worker peak RSS 1× (copy + changes)', '', '', `${n(r.peakRssMB1x)} MB`));
+  lines.push('');
+  lines.push(
+    `copy / min(a, b)          ${n(r.copyRatio, 2).padStart(8)}   ${verdict(r.copyRatio, r.targets.copyRatio, false)}`,
+  );
+  lines.push(
+    `sustained change rate / b ${n(r.changeRatio, 2).padStart(8)}   ${verdict(r.changeRatio, r.targets.changeRatio, false)}`,
+  );
+  lines.push(
+    `time(${r.scale}×) / time(1×)      ${n(r.scaling4x, 2).padStart(8)}   ${verdict(r.scaling4x, r.targets.scaling4x, true)}`,
+  );
+  lines.push(
+    `peak RSS at ${r.scale}× (MB)       ${n(r.peakRssMB4x).padStart(8)}   ${verdict(r.peakRssMB4x, r.targets.peakRssMB4x, true)}`,
+  );
+  if (r.workerErrors.length) lines.push('', `worker errors: ${r.workerErrors.join('; ')}`);
+  return lines;
+}

@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * Smoke test of `npm run bench -- --quick` on a small dataset: it must complete and end its
+ * stdout with one JSON object holding the headline figures. Speed is never asserted (CI
+ * machines are shared and slow); the figures only have to be present (a number, or null when a
+ * phase could not run).
+ */
+const BENCH = resolve(__dirname, '../../dist/scripts/bench/bench.js');
+const REQUIRED = ['copyRatio', 'changeRatio', 'scaling4x', 'peakRssMB4x'] as const;
+
+let child: ChildProcess | undefined;
+
+afterEach(() => {
+  // A timed-out run must not leave its emulators and worker behind: on SIGTERM the bench stops them.
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+});
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    child = spawn(process.execPath, [BENCH, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+describe('bench --quick (smoke)', () => {
+  it('completes and prints the figures as a JSON last line', async () => {
+    expect(existsSync(BENCH)).toBe(true); // built by `npm test`'s pretest
+    const { code, stdout, stderr } = await run([
+      '--quick',
+      '--docs',
+      '2000',
+      '--collections',
+      '4',
+      '--window',
+      '2',
+      '--rates',
+      '0.05,0.1',
+    ]);
+    if (code !== 0) throw new Error(`bench exited with ${code}:\n${stderr.slice(-4000)}`);
+    const lines = stdout.trim().split('\n');
+    const result = JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+    for (const key of REQUIRED) {
+      expect(key in result).toBe(true);
+      expect(result[key] === null || typeof result[key] === 'number').toBe(true);
+    }
+    expect(typeof result.copyRatio).toBe('number');
+    expect(result).toEqual(
+      expect.objectContaining({
+        scan: expect.objectContaining({ docsPerSec: expect.any(Number) }),
+        write: expect.objectContaining({ docsPerSec: expect.any(Number) }),
+        copy1x: expect.objectContaining({
+          docsPerSec: expect.any(Number),
+          seconds: expect.any(Number),
+        }),
+        time1xSeconds: expect.any(Number),
+      }),
+    );
+    expect(stderr).toContain('copy / min(a, b)');
+  }, 300_000);
+});
