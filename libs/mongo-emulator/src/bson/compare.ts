@@ -206,6 +206,13 @@ export function toNumber(value: unknown): number {
 }
 
 export function compareNumbers(a: unknown, b: unknown): number {
+  // Fast path (index lookups compare numbers constantly): two values exactly representable
+  // as doubles compare as doubles; BigInt conversion is only needed beyond 2^53.
+  const fa = safeNumber(a);
+  if (fa !== undefined) {
+    const fb = safeNumber(b);
+    if (fb !== undefined) return fa < fb ? -1 : fa > fb ? 1 : 0;
+  }
   if (isDecimal(a) || isDecimal(b)) return compareExact(a, b);
   const x = toNum(a);
   const y = toNum(b);
@@ -222,6 +229,23 @@ export function compareNumbers(a: unknown, b: unknown): number {
   if (x.kind === 'int' && y.kind === 'float' && Number.isFinite(yv)) return cmpBigFloat(x.v, yv);
   if (x.kind === 'float' && y.kind === 'int' && Number.isFinite(xv)) return -cmpBigFloat(y.v, xv);
   return 0;
+}
+
+/** The value as a JS number when that is exact and not NaN; otherwise undefined. */
+function safeNumber(v: unknown): number | undefined {
+  let n: number;
+  if (typeof v === 'number') n = v;
+  else {
+    const tag = (v as { _bsontype?: string })._bsontype;
+    if (tag === 'Int32' || tag === 'Double') n = (v as { value: number }).value;
+    else if (tag === 'Long') {
+      const long = v as Long;
+      // high word in (-2^21, 2^21) keeps |value| below 2^53.
+      if (long.high >= 0x200000 || long.high < -0x200000) return undefined;
+      n = long.toNumber();
+    } else return undefined;
+  }
+  return Number.isNaN(n) ? undefined : n;
 }
 
 function isDecimal(v: unknown): boolean {
