@@ -1,6 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import * as ts from 'typescript';
+import { parseJsonLine, stopProcess, waitForExit } from '../../scripts/lib/processes';
 
 /** Repository root (this file lives in test/helpers). */
 export const REPO_ROOT = join(__dirname, '..', '..');
@@ -28,19 +32,19 @@ export function spawnProcess(
   command: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
+  options: { processGroup?: boolean } = {},
 ): ManagedProcess {
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, so killGroup() also reaches the processes it started.
+    detached: options.processGroup === true,
   });
   let out = '';
   let err = '';
   const stdoutLines: string[] = [];
   const waiters = new Set<() => void>();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     out += chunk;
     const lines = out.split('\n');
@@ -93,34 +97,27 @@ export function spawnProcess(
         child.once('exit', onExit);
       });
     },
-    async waitForExit(timeoutMs = 30_000) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`process did not exit within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      });
-      try {
-        return await Promise.race([exited, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    waitForExit: (timeoutMs = 30_000) => waitForExit(child, timeoutMs),
     async stop(signal = 'SIGTERM') {
       running.delete(managed);
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      try {
-        await managed.waitForExit(10_000);
-      } catch {
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await stopProcess(child, signal);
     },
   };
   running.add(managed);
   return managed;
+}
+
+/**
+ * SIGKILLs the process group of a child spawned with `processGroup: true`: whatever it started
+ * and left behind (a script that crashed before stopping its own children) goes too.
+ */
+export function killGroup(managed: ManagedProcess): void {
+  if (managed.child.pid === undefined) return;
+  try {
+    process.kill(-managed.child.pid, 'SIGKILL');
+  } catch {
+    // the group is already gone
+  }
 }
 
 /** Teardown: stops every process a test started and did not stop itself. */
@@ -128,32 +125,97 @@ export async function stopAllProcesses(): Promise<void> {
   await Promise.all([...running].map((managed) => managed.stop()));
 }
 
-/** Builds once when a needed dist file is missing (a fresh checkout), never otherwise. */
+/**
+ * Builds when a needed dist file is missing or dist is older than the sources it is compiled
+ * from (tsconfig.build.json's file list), never otherwise. Never removes dist (other processes
+ * may be running from it): `tsc` overwrites in place, then `tsc-alias` rewrites the paths. A lock
+ * directory keeps two test files (jest workers) from compiling at once.
+ */
 export function ensureBuilt(files: readonly string[]): void {
-  if (files.every((file) => existsSync(join(REPO_ROOT, file)))) return;
-  const result = spawnSync('npm', ['run', 'build'], {
-    cwd: REPO_ROOT,
-    stdio: 'pipe',
-    encoding: 'utf8',
-    timeout: 300_000,
-  });
-  const missing = files.filter((file) => !existsSync(join(REPO_ROOT, file)));
-  if (missing.length > 0) {
-    throw new Error(
-      `npm run build did not produce ${missing.join(', ')}:\n${result.stdout}\n${result.stderr}`,
-    );
+  if (!needsBuild(files)) return;
+  const lock = join(
+    tmpdir(),
+    `cluster-sync-build-${createHash('sha1').update(REPO_ROOT).digest('hex').slice(0, 12)}.lock`,
+  );
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (isStaleLock(lock)) {
+        rmdirSync(lock);
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    // Another test file may have built while this one waited for the lock.
+    if (!needsBuild(files)) return;
+    const output: string[] = [];
+    for (const tool of ['tsc', 'tsc-alias']) {
+      const result = spawnSync('npx', ['--no-install', tool, '-p', 'tsconfig.build.json'], {
+        cwd: REPO_ROOT,
+        stdio: 'pipe',
+        encoding: 'utf8',
+        timeout: 300_000,
+      });
+      output.push(`${tool} exit ${result.status}:\n${result.stdout}${result.stderr}`);
+    }
+    const missing = files.filter((file) => !existsSync(join(REPO_ROOT, file)));
+    if (missing.length > 0) {
+      throw new Error(`the build did not produce ${missing.join(', ')}:\n${output.join('\n')}`);
+    }
+  } finally {
+    rmdirSync(lock);
   }
 }
 
+function isStaleLock(lock: string): boolean {
+  try {
+    return Date.now() - statSync(lock).mtimeMs > 600_000;
+  } catch {
+    return false; // released meanwhile: retry mkdir
+  }
+}
+
+function needsBuild(files: readonly string[]): boolean {
+  if (!files.every((file) => existsSync(join(REPO_ROOT, file)))) return true;
+  for (const source of buildSources()) {
+    const output = join(REPO_ROOT, 'dist', relative(REPO_ROOT, source).replace(/\.ts$/, '.js'));
+    if (!existsSync(output) || statSync(output).mtimeMs < statSync(source).mtimeMs) return true;
+  }
+  return false;
+}
+
+/** The .ts files tsconfig.build.json compiles (declaration files emit nothing). */
+function buildSources(): string[] {
+  const configPath = join(REPO_ROOT, 'tsconfig.build.json');
+  const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
+  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, REPO_ROOT, undefined, configPath);
+  return parsed.fileNames.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'));
+}
+
+export interface EmulatorOptions {
+  /** Replica-set name (hello setName); default rs0. */
+  name?: string;
+  /** `name:password:role[,role...]` entries; any user turns authentication on. */
+  users?: readonly string[];
+  /** Oplog entries kept (the change-stream window). */
+  history?: number;
+}
+
 /** Starts an emulated replica set with the built CLI and returns its connection string. */
-export async function startEmulatorReplicaSet(): Promise<{ uri: string; process: ManagedProcess }> {
-  const emulator = spawnProcess('node', [
-    'dist/libs/mongo-emulator/src/cli.js',
-    '--topology',
-    'replset',
-    '--port',
-    '0',
-  ]);
+export async function startEmulatorReplicaSet(
+  options: EmulatorOptions = {},
+): Promise<{ uri: string; process: ManagedProcess }> {
+  const args = ['dist/libs/mongo-emulator/src/cli.js', '--topology', 'replset', '--port', '0'];
+  if (options.name) args.push('--name', options.name);
+  if (options.history !== undefined) args.push('--history', String(options.history));
+  for (const user of options.users ?? []) args.push('--user', user);
+  const emulator = spawnProcess('node', args);
   const line = await emulator.waitForJsonLine((record) => typeof record.uri === 'string');
   return { uri: line.uri as string, process: emulator };
 }
@@ -178,13 +240,4 @@ export async function eventually<T>(
   throw new Error(
     `condition not met within ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`,
   );
-}
-
-function parseJsonLine(line: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }

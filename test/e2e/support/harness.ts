@@ -1,0 +1,312 @@
+import { MongoClient, MongoServerError, type Document } from 'mongodb';
+import { withCredentials } from '../../../scripts/lib/processes';
+import {
+  ensureBuilt,
+  spawnProcess,
+  startEmulatorReplicaSet,
+  type ManagedProcess,
+} from '../../helpers/processes';
+
+/**
+ * Shared pieces of the end-to-end suites: the BUILT emulator and worker as processes, a small
+ * HTTP client for /api/v1 that polls instead of sleeping, and MongoDB clients that are closed in
+ * teardown. Nothing here reaches into the engine: the worker is driven over HTTP only.
+ */
+
+export const WORKER = 'dist/apps/worker/src/main.js';
+export const EMULATOR = 'dist/libs/mongo-emulator/src/cli.js';
+export const DEMO = 'dist/scripts/demo.js';
+
+/** Builds dist once when it is missing or older than the sources. */
+export function buildOnce(): void {
+  ensureBuilt([WORKER, EMULATOR, DEMO]);
+}
+
+export interface User {
+  name: string;
+  password: string;
+}
+
+/** The sync user (root: bypasses write blocking, may block writes) and the application user. */
+export const SYNCER: User = { name: 'syncer', password: 'Syncer-S3cret-pw' };
+export const APP: User = { name: 'app', password: 'App-S3cret-pw' };
+export const AUTH_USERS = [
+  `${SYNCER.name}:${SYNCER.password}:root`,
+  `${APP.name}:${APP.password}:readWriteAnyDatabase`,
+];
+
+export interface Cluster {
+  /** Connection string without credentials. */
+  uri: string;
+  process: ManagedProcess;
+  /** Connection string for `user` (authSource=admin); the bare uri when auth is off. */
+  uriFor(user?: User): string;
+}
+
+export async function startCluster(name: string, auth: boolean): Promise<Cluster> {
+  const { uri, process } = await startEmulatorReplicaSet({
+    name,
+    users: auth ? AUTH_USERS : [],
+  });
+  return {
+    uri,
+    process,
+    uriFor: (user) => (user ? withCredentials(uri, user.name, user.password) : uri),
+  };
+}
+
+const clients = new Set<MongoClient>();
+
+/** A driver client, closed by closeClients(). */
+export async function connect(uri: string): Promise<MongoClient> {
+  const client = await MongoClient.connect(uri, { serverSelectionTimeoutMS: 15_000 });
+  clients.add(client);
+  return client;
+}
+
+export async function closeClients(): Promise<void> {
+  const all = [...clients];
+  clients.clear();
+  await Promise.all(all.map((client) => client.close(true).catch(() => undefined)));
+}
+
+export interface CopyFigures {
+  estimatedTotalBytes: number;
+  estimatedCopiedBytes: number;
+}
+
+export interface Progress {
+  state: string;
+  canCommit: boolean;
+  canWrite: boolean | null;
+  info: string | null;
+  lagTimeSeconds: number | null;
+  totalEventsApplied: number | null;
+  collectionCopy: CopyFigures | null;
+  directionMapping: { Source: string; Destination: string } | null;
+  syncID: string | null;
+  coordinatorID: string | null;
+  failure?: string;
+}
+
+export interface ApiResult {
+  status: number;
+  body: {
+    success: boolean;
+    error?: string;
+    errorDescription?: string;
+    progress?: Progress;
+  };
+}
+
+/** /api/v1 of one worker process. */
+export class WorkerApi {
+  constructor(readonly baseUrl: string) {}
+
+  async post(operation: string, body: object = {}): Promise<ApiResult> {
+    const response = await fetch(`${this.baseUrl}/${operation}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(120_000),
+    });
+    return { status: response.status, body: (await response.json()) as ApiResult['body'] };
+  }
+
+  /** POSTs and fails the test with the API's error name when the call is refused. */
+  async expectSuccess(operation: string, body: object = {}): Promise<void> {
+    const result = await this.post(operation, body);
+    if (result.status !== 200 || !result.body.success) {
+      throw new Error(`POST /${operation} failed: ${JSON.stringify(result)}`);
+    }
+  }
+
+  async progressResult(): Promise<ApiResult> {
+    const response = await fetch(`${this.baseUrl}/progress`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: response.status, body: (await response.json()) as ApiResult['body'] };
+  }
+
+  /** The progress snapshot; throws on an error envelope (503 NotReady while initializing). */
+  async progress(): Promise<Progress> {
+    const result = await this.progressResult();
+    if (result.status !== 200 || !result.body.progress) {
+      throw new Error(`progress failed: ${JSON.stringify(result)}`);
+    }
+    return result.body.progress;
+  }
+
+  /**
+   * Polls progress until `done` holds. Retries NotReady and connection errors; gives up early
+   * when the sync reports a failure, and always says what the last snapshot was.
+   */
+  async waitFor(
+    what: string,
+    done: (progress: Progress) => boolean,
+    timeoutMs = 120_000,
+    intervalMs = 100,
+  ): Promise<Progress> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 'no answer yet';
+    for (;;) {
+      try {
+        const progress = await this.progress();
+        last = JSON.stringify(progress);
+        if (done(progress)) return progress;
+        if (progress.failure)
+          throw new SyncFailed(`sync failed while waiting for ${what}: ${last}`);
+      } catch (error) {
+        if (error instanceof SyncFailed) throw error;
+        last = String(error);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${last}`);
+      }
+      await sleep(intervalMs);
+    }
+  }
+}
+
+class SyncFailed extends Error {}
+
+export interface StartedWorker {
+  process: ManagedProcess;
+  api: WorkerApi;
+}
+
+export function workerArgs(cluster0: string, cluster1: string): string[] {
+  return [WORKER, '--cluster0', cluster0, '--cluster1', cluster1, '--port', '0'];
+}
+
+/** Launches the built worker on a free port and waits for its "worker listening" line. */
+export async function startWorker(cluster0: string, cluster1: string): Promise<StartedWorker> {
+  const worker = spawnProcess('node', workerArgs(cluster0, cluster1));
+  const listening = await worker.waitForJsonLine((record) => record.msg === 'worker listening');
+  return { process: worker, api: new WorkerApi(listening.url as string) };
+}
+
+/** SIGKILL: no shutdown hook runs, exactly like a crashed host. */
+export async function crash(worker: StartedWorker): Promise<void> {
+  worker.process.child.kill('SIGKILL');
+  expect(await worker.process.waitForExit(10_000)).toEqual({ code: null, signal: 'SIGKILL' });
+  await worker.process.stop();
+}
+
+/** copied == total > 0 (also true for a moment mid-copy if the source grew past the estimate). */
+export const copyFiguresDone = (p: Progress): boolean =>
+  p.collectionCopy !== null &&
+  p.collectionCopy.estimatedCopiedBytes > 0 &&
+  p.collectionCopy.estimatedCopiedBytes === p.collectionCopy.estimatedTotalBytes;
+
+/** The copy is over and change events are being applied (info moves on from "collection copy"). */
+export const copyDone = (p: Progress): boolean =>
+  copyFiguresDone(p) && p.info !== null && p.info !== 'collection copy';
+
+/** Copy percentage strictly between 0 and 100. */
+export const midCopy = (p: Progress): boolean =>
+  p.state === 'RUNNING' &&
+  p.collectionCopy !== null &&
+  p.collectionCopy.estimatedCopiedBytes > 0 &&
+  p.collectionCopy.estimatedCopiedBytes < p.collectionCopy.estimatedTotalBytes;
+
+/** Runs one write and returns the server's error code name, or 'ok' when it was accepted. */
+export async function tryWrite(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run();
+    return 'ok';
+  } catch (error) {
+    if (error instanceof MongoServerError) return error.codeName ?? `code ${error.code}`;
+    throw error;
+  }
+}
+
+/** Polls a collection until the document with `_id` exists (change events carried it over). */
+export async function waitForDocument(
+  client: MongoClient,
+  ns: string,
+  id: unknown,
+  timeoutMs = 60_000,
+): Promise<Document> {
+  const [db, coll] = splitNs(ns);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const doc = await client
+      .db(db)
+      .collection(coll)
+      .findOne({ _id: id as never });
+    if (doc) return doc;
+    if (Date.now() > deadline) {
+      throw new Error(`document ${JSON.stringify(id)} never reached ${ns} within ${timeoutMs} ms`);
+    }
+    await sleep(200);
+  }
+}
+
+/** Document counts of every user collection (views excluded), keyed by namespace. */
+export async function countAll(client: MongoClient): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  const { databases } = await client.db('admin').admin().listDatabases({ nameOnly: true });
+  for (const { name } of databases) {
+    if (['admin', 'config', 'local', 'sync_reserved_for_internal_use'].includes(name)) continue;
+    const infos = await client.db(name).listCollections({}, { nameOnly: false }).toArray();
+    for (const info of infos) {
+      if (info.type === 'view' || info.name.startsWith('system.')) continue;
+      counts[`${name}.${info.name}`] = await client.db(name).collection(info.name).countDocuments();
+    }
+  }
+  return counts;
+}
+
+/** Text a worker wrote (stdout and stderr), for "never prints the connection string" checks. */
+export function outputOf(worker: StartedWorker | ManagedProcess): string {
+  const managed = 'api' in worker ? worker.process : worker;
+  return managed.stdout() + managed.stderr();
+}
+
+export function splitNs(ns: string): [string, string] {
+  const dot = ns.indexOf('.');
+  return [ns.slice(0, dot), ns.slice(dot + 1)];
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Tests that are steps of one scenario: once a step fails, the later ones fail at once with
+ * "not run: step X failed" instead of timing out on a state the scenario never reached.
+ */
+export function steps(
+  timeoutMs: number,
+): (name: string, run: () => Promise<void>, stepTimeoutMs?: number) => void {
+  let failed: string | undefined;
+  return (name, run, stepTimeoutMs = timeoutMs) =>
+    it(
+      name,
+      async () => {
+        if (failed) throw new Error(`not run: the earlier step "${failed}" failed`);
+        try {
+          await run();
+        } catch (error) {
+          failed = name;
+          throw error;
+        }
+      },
+      stepTimeoutMs,
+    );
+}
+
+/** Polls a local condition (writer statistics and the like) every 100 ms. */
+export async function waitUntil(
+  condition: () => boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
