@@ -22,9 +22,11 @@ describe('change streams through the mongodb driver', () => {
     const coll = client.db('drv').collection('crud');
     const stream = coll.watch([], { maxAwaitTimeMS: 200 });
     await stream.tryNext(); // opens the cursor (aggregate) before the writes
-    await coll.insertOne({ _id: 1 as never, a: { b: [1, 2, 3] }, c: 1 });
+    // Ten elements: a truncation diff is then smaller than the new array, so mongod (and we)
+    // report truncatedArrays rather than the whole value.
+    await coll.insertOne({ _id: 1 as never, a: { b: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] }, c: 1 });
     await coll.updateOne({ _id: 1 as never }, { $set: { 'a.x': 5 }, $unset: { c: '' } });
-    await coll.updateOne({ _id: 1 as never }, [{ $set: { 'a.b': [1] } }]);
+    await coll.updateOne({ _id: 1 as never }, [{ $set: { 'a.b': [1, 2, 3, 4, 5] } }]);
     await coll.replaceOne({ _id: 1 as never }, { z: true });
     await coll.deleteOne({ _id: 1 as never });
 
@@ -45,7 +47,7 @@ describe('change streams through the mongodb driver', () => {
     });
     const truncate = (await next(stream)) as ChangeStreamDocument & { updateDescription: Document };
     expect(truncate.operationType).toBe('update');
-    expect(truncate.updateDescription.truncatedArrays).toEqual([{ field: 'a.b', newSize: 1 }]);
+    expect(truncate.updateDescription.truncatedArrays).toEqual([{ field: 'a.b', newSize: 5 }]);
     expect(await next(stream)).toMatchObject({
       operationType: 'replace',
       fullDocument: { _id: 1, z: true },
