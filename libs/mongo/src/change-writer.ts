@@ -3,6 +3,7 @@ import {
   MongoBulkWriteError,
   MongoServerError,
   type AnyBulkWriteOperation,
+  type Collection,
   type MongoClient,
   type WriteError,
 } from 'mongodb';
@@ -102,8 +103,18 @@ export class MongoChangeWriter implements ChangeWriter {
     await this.client.db(ns.db).command({ collMod: ns.coll, ...options });
   }
 
-  private coll(ns: Namespace) {
-    return this.client.db(ns.db).collection(ns.coll);
+  /** Driver Collection handles, cached: building Db/Collection resolves options every time. */
+  private readonly collections = new Map<string, Collection<Document>>();
+
+  private coll(ns: Namespace): Collection<Document> {
+    const key = `${ns.db}\u0000${ns.coll}`;
+    let coll = this.collections.get(key);
+    if (!coll) {
+      if (this.collections.size >= 1024) this.collections.clear();
+      coll = this.client.db(ns.db).collection(ns.coll);
+      this.collections.set(key, coll);
+    }
+    return coll;
   }
 }
 

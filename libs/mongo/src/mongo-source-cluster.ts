@@ -122,6 +122,7 @@ export class MongoSourceCluster implements SourceCluster {
       if ('max' in options.range) find.max = { _id: options.range.max };
     }
     const cursor = this.client.db(database).collection(collection).find({}, find);
+    const maxBytes = options.maxBatchBytes ?? Infinity;
     try {
       let documents: Document[] = [];
       let sizes: number[] = [];
@@ -131,7 +132,7 @@ export class MongoSourceCluster implements SourceCluster {
         documents.push(BSON.deserialize(buffer, EXACT_BSON));
         sizes.push(buffer.byteLength);
         bytes += buffer.byteLength;
-        if (documents.length >= options.batchSize) {
+        if (documents.length >= options.batchSize || bytes >= maxBytes) {
           yield { documents, sizes, bytes };
           if (options.signal?.aborted) return;
           documents = [];

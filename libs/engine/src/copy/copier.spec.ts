@@ -122,15 +122,86 @@ describe('Copier', () => {
   });
 });
 
+describe('Copier memory bound', () => {
+  it('never holds more document bytes than maxBytesInFlight across all partitions', async () => {
+    const { source, destination, parts, totalBytes } = setup(3000);
+    const capacity = 4096;
+    const copier = new Copier(
+      source,
+      destination,
+      destination.store,
+      new CopyTally(),
+      silentLogger,
+      {
+        concurrency: 3,
+        writeBatchBytes: 1024,
+        writeBatchDocuments: 50,
+        readBatchSize: 40,
+        maxBytesInFlight: capacity,
+      },
+    );
+    const insert = destination.insertUnordered.bind(destination);
+    const held: number[] = [];
+    destination.insertUnordered = async (db, coll, docs) => {
+      held.push(copier.budget.held);
+      await new Promise((r) => setTimeout(r, 1));
+      return insert(db, coll, docs);
+    };
+    expect(await copier.run(parts, new AbortController().signal)).toBe('completed');
+    expect(destination.collection('db', 'c')!.documents).toHaveLength(3000);
+    expect(totalBytes).toBeGreaterThan(10 * capacity);
+    expect(Math.max(...held)).toBeLessThanOrEqual(capacity);
+    expect(copier.budget.peakHeld).toBeLessThanOrEqual(capacity);
+    expect(copier.budget.held).toBe(0);
+  });
+
+  it('gives every byte back when the copy fails or is aborted', async () => {
+    const failing = setup();
+    failing.destination.failInsert = (ns) => new Error(`rejected in ${ns}`);
+    const copier = new Copier(
+      failing.source,
+      failing.destination,
+      failing.destination.store,
+      new CopyTally(),
+      silentLogger,
+      { ...options, maxBytesInFlight: 2048 },
+    );
+    await expect(copier.run(failing.parts, new AbortController().signal)).rejects.toBeInstanceOf(
+      CopyWriteError,
+    );
+    expect(copier.budget.held).toBe(0);
+
+    const slow = setup();
+    slow.source.readDelayMs = 5;
+    const controller = new AbortController();
+    const aborted = new Copier(
+      slow.source,
+      slow.destination,
+      slow.destination.store,
+      new CopyTally(),
+      silentLogger,
+      { ...options, maxBytesInFlight: 2048 },
+    );
+    const run = aborted.run(slow.parts, controller.signal);
+    await new Promise((r) => setTimeout(r, 30));
+    controller.abort();
+    expect(await run).toBe('aborted');
+    expect(aborted.budget.held).toBe(0);
+  });
+});
+
 describe('InsertBatcher', () => {
   it('bounds batches by bytes and by count; an oversized document goes alone', () => {
     const b = new InsertBatcher({ maxBytes: 100, maxDocuments: 3 });
     expect(b.push({ a: 1 }, 40)).toEqual([]);
     expect(b.push({ a: 2 }, 40)).toEqual([]);
-    expect(b.push({ a: 3 }, 40)).toEqual([[{ a: 1 }, { a: 2 }]]);
-    expect(b.push({ a: 4 }, 500)).toEqual([[{ a: 3 }], [{ a: 4 }]]);
+    expect(b.push({ a: 3 }, 40)).toEqual([{ documents: [{ a: 1 }, { a: 2 }], bytes: 80 }]);
+    expect(b.push({ a: 4 }, 500)).toEqual([
+      { documents: [{ a: 3 }], bytes: 40 },
+      { documents: [{ a: 4 }], bytes: 500 },
+    ]);
     expect(b.push({ a: 5 }, 1)).toEqual([]);
     expect(b.push({ a: 6 }, 1)).toEqual([]);
-    expect(b.push({ a: 7 }, 1)).toEqual([[{ a: 5 }, { a: 6 }, { a: 7 }]]);
+    expect(b.push({ a: 7 }, 1)).toEqual([{ documents: [{ a: 5 }, { a: 6 }, { a: 7 }], bytes: 3 }]);
   });
 });

@@ -3,8 +3,9 @@ import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobStore, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
+import { ByteBudget } from './byte-budget';
 import type { CopyTally } from './copy-tally';
-import { InsertBatcher } from './insert-batcher';
+import { InsertBatcher, type WriteBatch } from './insert-batcher';
 
 export interface CopierOptions {
   /** Partitions copied at the same time. */
@@ -14,21 +15,32 @@ export interface CopierOptions {
   writeBatchDocuments: number;
   /** Documents per source cursor batch. */
   readBatchSize: number;
+  /**
+   * Global bound on document bytes held at once across ALL partitions: read from the source
+   * and not yet acknowledged by the destination (default 16 MiB). A partition waits for room
+   * before it reads on, so the copy's memory does not grow with concurrency or data size.
+   */
+  maxBytesInFlight?: number;
 }
 
 export const DEFAULT_COPIER: CopierOptions = {
-  concurrency: 8,
-  writeBatchBytes: 12 * 1024 * 1024,
-  writeBatchDocuments: 10_000,
-  readBatchSize: 1_000,
+  concurrency: 4,
+  writeBatchBytes: 2 * 1024 * 1024,
+  writeBatchDocuments: 2_000,
+  readBatchSize: 500,
+  maxBytesInFlight: 16 * 1024 * 1024,
 };
 
 export type CopyOutcome = 'completed' | 'aborted';
 
 /**
  * SPEC §4.3: copies partitions in parallel. Each partition streams its range from the source
- * and writes UNORDERED batches, with one write in flight while the next batch is read (memory:
- * at most ~2 write batches + 1 read batch per partition). A duplicate key means a previous
+ * and writes UNORDERED batches, with one write in flight while the next batch is read. Memory:
+ * every read batch takes its bytes from one ByteBudget shared by all partitions and gives them
+ * back once the destination acknowledged them, so the copier holds at most `maxBytesInFlight`
+ * plus one read batch per partition (a partition about to wait for room first sends the
+ * partial batch it holds, so waiting partitions never hold bytes nobody will release). A
+ * duplicate key means a previous
  * attempt already copied that document. A partition is recorded done only after all its writes
  * succeeded, so after a pause or crash it is simply copied again from its start.
  */
@@ -40,7 +52,12 @@ export class Copier {
     private readonly tally: CopyTally,
     private readonly logger: EngineLogger,
     private readonly options: CopierOptions = DEFAULT_COPIER,
-  ) {}
+  ) {
+    this.budget = new ByteBudget(options.maxBytesInFlight ?? DEFAULT_COPIER.maxBytesInFlight!);
+  }
+
+  /** Bytes read and not yet written, across all partitions (exposed for tests and metrics). */
+  readonly budget: ByteBudget;
 
   private readonly active = new Map<
     PartitionRecord,
@@ -116,9 +133,14 @@ export class Copier {
     });
     let pendingWrite: Promise<void> = Promise.resolve();
     let documents = 0;
-    const write = async (batch: Document[]): Promise<void> => {
+    /** Budget bytes this partition holds (read, not yet acknowledged). */
+    let held = 0;
+    const write = async (batch: WriteBatch): Promise<void> => {
       await pendingWrite; // keep at most one write in flight per partition
-      pendingWrite = this.insert(database, collection, batch);
+      pendingWrite = this.insert(database, collection, batch.documents).finally(() => {
+        held -= batch.bytes;
+        this.budget.release(batch.bytes);
+      });
       pendingWrite.catch(() => undefined); // observed by the next await; avoid an unhandled rejection
     };
     try {
@@ -126,10 +148,17 @@ export class Copier {
       const batches = this.source.read(database, collection, {
         range,
         batchSize: this.options.readBatchSize,
+        maxBatchBytes: this.options.writeBatchBytes,
         signal,
       });
       for await (const batch of batches) {
         if (signal.aborted) break;
+        if (!this.budget.tryAcquire(batch.bytes)) {
+          // Send what we hold before waiting: only in-flight writes then hold budget here.
+          if (batcher.pending > 0) await write(batcher.take());
+          await this.budget.acquire(batch.bytes, signal);
+        }
+        held += batch.bytes;
         for (let i = 0; i < batch.documents.length; i++) {
           for (const full of batcher.push(batch.documents[i]!, batch.sizes[i]!)) await write(full);
         }
@@ -149,6 +178,9 @@ export class Copier {
       await pendingWrite.catch(() => undefined);
       this.tally.abandon(partition._id);
       throw error;
+    } finally {
+      // Bytes of documents never sent (abort, failure): give them back.
+      if (held > 0) this.budget.release(held);
     }
   }
 

@@ -5,10 +5,16 @@ export interface BatchLimits {
   maxDocuments: number;
 }
 
+/** One write batch and the exact BSON bytes of its documents. */
+export interface WriteBatch {
+  documents: Document[];
+  bytes: number;
+}
+
 /**
- * Groups documents into write batches bounded by bytes and count (unordered insertMany of
- * ~10k docs / ~12 MiB: large enough to amortise round trips, below the 16 MiB+ message limit
- * the driver would otherwise split anyway).
+ * Groups documents into write batches bounded by bytes and count (unordered insertMany of a
+ * few MiB: large enough to amortise round trips, small enough that the copier's global byte
+ * budget is shared by several partitions).
  */
 export class InsertBatcher {
   private documents: Document[] = [];
@@ -17,8 +23,8 @@ export class InsertBatcher {
   constructor(private readonly limits: BatchLimits) {}
 
   /** Adds one document; returns the batches (0, 1 or 2) that became full and must be written. */
-  push(document: Document, size: number): Document[][] {
-    const full: Document[][] = [];
+  push(document: Document, size: number): WriteBatch[] {
+    const full: WriteBatch[] = [];
     if (this.documents.length > 0 && this.bytes + size > this.limits.maxBytes)
       full.push(this.take());
     this.documents.push(document);
@@ -29,8 +35,8 @@ export class InsertBatcher {
     return full;
   }
 
-  take(): Document[] {
-    const batch = this.documents;
+  take(): WriteBatch {
+    const batch = { documents: this.documents, bytes: this.bytes };
     this.documents = [];
     this.bytes = 0;
     return batch;

@@ -31,6 +31,8 @@ export interface ReadOptions {
   range: IdRange | 'natural';
   /** Documents per server batch; the adapter may use it as a hint only. */
   batchSize: number;
+  /** Upper bound of a yielded batch's bytes (a single larger document still comes alone). */
+  maxBatchBytes?: number;
   signal?: AbortSignal;
 }
 

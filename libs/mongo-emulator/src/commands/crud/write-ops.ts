@@ -59,6 +59,16 @@ export function targetRecords(
     variables?: Record<string, unknown>;
   },
 ): StoredRecord[] {
+  const id = pointIdOf(q);
+  if (id !== undefined && opts.hint === undefined && !hasKeys(opts.sort)) {
+    // `{_id: <number or ObjectId>}`: the plan the planner would pick (a point IXSCAN on the
+    // unique `_id_` index, whose match is exactly the filter), without planning.
+    const rec = coll.recordById(id);
+    if (!rec) return [];
+    coll.metrics.keysExamined++;
+    coll.metrics.docsExamined++;
+    return [rec];
+  }
   const { records } = executeQuery(coll, {
     filter: q,
     hint: opts.hint,
@@ -68,6 +78,33 @@ export function targetRecords(
     variables: opts.variables,
   });
   return [...records];
+}
+
+const POINT_ID_TYPES = new Set(['Long', 'Int32', 'Double', 'ObjectId']);
+
+/**
+ * The `_id` of a filter that is exactly `{_id: v}` with `v` a number or an ObjectId (values whose
+ * index comparison is the filter's equality under any collation); undefined otherwise.
+ */
+function pointIdOf(q: Document): unknown {
+  let id: unknown;
+  let fields = 0;
+  for (const key in q) {
+    if (key !== '_id' || ++fields > 1) return undefined;
+    id = q[key];
+  }
+  if (fields !== 1) return undefined;
+  if (typeof id === 'number') return Number.isNaN(id) ? undefined : id;
+  const tag = (id as { _bsontype?: unknown } | null)?._bsontype;
+  if (typeof tag !== 'string' || !POINT_ID_TYPES.has(tag)) return undefined;
+  if (tag === 'Double' && Number.isNaN((id as { value: number }).value)) return undefined;
+  return id;
+}
+
+function hasKeys(doc: Document | undefined): boolean {
+  if (!doc) return false;
+  for (const _ in doc) return true;
+  return false;
 }
 
 /** Applies one update spec; throws CommandError for per-statement failures. */
