@@ -1,5 +1,6 @@
 import { Int32, ObjectId, type Document } from 'bson';
 import { ReplicaSetNode } from '../src/node/replica-set-node';
+import { encode } from '../src/bson/codec';
 import { CommandError } from '../src/errors';
 import { prepareInsert } from '../src/storage/collection';
 import { planQuery } from '../src/storage/planner';
@@ -208,9 +209,11 @@ describe('storage: collections and indexes', () => {
     expect(create.operationDescription).toEqual({
       idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
     });
-    expect(update.preImage).toEqual({ _id: 1, a: 1 });
-    expect(update.fullDocument).toEqual({ _id: 1, a: 2 });
-    expect(del.preImage).toEqual({ _id: 1, a: 2 });
+    // Images are kept BSON-encoded; compare them byte for byte.
+    expect(update.preImage).toEqual(encode({ _id: 1, a: 1 }));
+    expect(update.postImage).toEqual(encode({ _id: 1, a: 2 }));
+    expect(update.fullDocument).toBeUndefined();
+    expect(del.preImage).toEqual(encode({ _id: 1, a: 2 }));
     expect(ci.operationDescription).toEqual({ indexes: [{ v: 2, key: { a: 1 }, name: 'a_1' }] });
     expect(rename.operationDescription).toEqual({ to: { db: 'db', coll: 'd' } });
     expect(catalog.databaseNames()).toEqual([]);

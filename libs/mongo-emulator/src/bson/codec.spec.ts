@@ -10,7 +10,7 @@ import {
   ObjectId,
   Timestamp,
 } from 'bson';
-import { bsonSize } from './codec';
+import { bsonSize, decodeExact, encode, encodeAnySize } from './codec';
 
 describe('bsonSize', () => {
   it('equals the serialized length for every value type, including Int32 wrappers', () => {
@@ -29,5 +29,24 @@ describe('bsonSize', () => {
       nil: null,
     };
     expect(bsonSize(doc)).toBe(BSON.serialize(doc).byteLength);
+  });
+});
+
+describe('encodeAnySize', () => {
+  it('matches encode for ordinary documents', () => {
+    const doc = { _id: new Int32(1), a: [1, { b: 'x' }], d: new Date(0) };
+    expect(Buffer.from(encodeAnySize(doc))).toEqual(Buffer.from(encode(doc)));
+  });
+
+  it('encodes documents beyond js-bson 17 MB scratch buffer', () => {
+    const doc = {
+      _id: new Int32(1),
+      a: Array.from({ length: 1000 }, (_, i) => ({ i: new Int32(i), s: 'x'.repeat(18 * 1024) })),
+      z: 'end',
+    };
+    expect(() => encode(doc)).toThrow(/out of range/);
+    const bytes = encodeAnySize(doc);
+    expect(bytes.length).toBe(bsonSize(doc));
+    expect(decodeExact(bytes)).toEqual(doc);
   });
 });

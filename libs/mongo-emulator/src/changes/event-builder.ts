@@ -1,6 +1,6 @@
 import type { Document } from 'bson';
 import { CommandError } from '../errors';
-import type { OplogEntry, OplogOp } from '../oplog/oplog-entry';
+import { postImageOf, preImageOf, type OplogEntry, type OplogOp } from '../oplog/oplog-entry';
 import type { ReplicaSetNode } from '../node/replica-set-node';
 import { INTERNAL_DATABASES, type ChangeStreamScope, type ChangeStreamSpec } from './spec';
 import {
@@ -120,8 +120,10 @@ export function buildEvent(
   if (spec.showExpandedEvents && entry.uuid && op !== 'dropDatabase')
     event.collectionUUID = entry.uuid;
   event.wallTime = entry.wall;
-  if ((op === 'insert' || op === 'replace') && entry.fullDocument)
-    event.fullDocument = entry.fullDocument;
+  if (op === 'insert' || op === 'replace') {
+    const doc = postImageOf(entry);
+    if (doc) event.fullDocument = doc;
+  }
   event.ns =
     op === 'dropDatabase' || entry.coll === undefined
       ? { db: entry.db }
@@ -168,7 +170,7 @@ function addImages(
   const recorded = images.recordedImages(entry);
 
   if (wantPre) {
-    const pre = recorded && entry.preImage ? entry.preImage : null;
+    const pre = (recorded && preImageOf(entry)) || null;
     if (pre === null && spec.fullDocumentBeforeChange === 'required') {
       throw new CommandError(
         'NoMatchingDocument',
@@ -183,7 +185,7 @@ function addImages(
       post = lookupCurrentDocument(node, entry);
     } else {
       // whenAvailable/required: the post-image MongoDB computes from the stored pre-image.
-      post = recorded && entry.fullDocument ? entry.fullDocument : null;
+      post = (recorded && postImageOf(entry)) || null;
       if (post === null && spec.fullDocument === 'required') {
         throw new CommandError(
           'NoMatchingDocument',

@@ -1,4 +1,5 @@
 import type { Binary, Document, Long, Timestamp } from 'bson';
+import { decodeExact } from '../bson/codec';
 
 /** What MongoDB reports in a change event's `updateDescription`. */
 export interface UpdateDescription {
@@ -29,10 +30,17 @@ export type OplogOp =
  * Writers append entries in commit order; the clock gives each a strictly greater `ts`.
  *
  * Contract for writers (storage/commands):
- * - insert: documentKey `{_id}`, fullDocument = inserted document.
- * - update: documentKey, updateDescription, fullDocument = post-image, preImage = pre-image.
- * - replace: documentKey, fullDocument = new document, preImage.
+ * - insert: documentKey `{_id}`, fullDocument = the inserted document (the stored object itself,
+ *   shared with the collection; stored documents are never mutated in place).
+ * - update: documentKey, updateDescription, postImage = encoded post-image, preImage = encoded
+ *   pre-image.
+ * - replace: documentKey, postImage = encoded new document, preImage.
  * - delete: documentKey, preImage.
+ *
+ * Images of update/replace/delete are kept as BSON bytes (`encode`), not object graphs: the log
+ * holds up to a million entries, and a decoded document is dozens of heap objects for the
+ * garbage collector to trace. Readers decode them on demand with `preImageOf`/`postImageOf`
+ * (each call returns a fresh copy).
  * - create: operationDescription `{idIndex?, ...collection options}` (as the `create` event shows).
  * - createIndexes / dropIndexes: operationDescription `{indexes: [spec, ...]}`.
  * - modify: operationDescription `{index: ...}` or the collMod options; stateBeforeChange when known.
@@ -51,8 +59,12 @@ export interface OplogEntry {
   /** The collection's UUID at the time of the operation. */
   uuid?: Binary;
   documentKey?: Document;
+  /** insert only: the inserted document. */
   fullDocument?: Document;
-  preImage?: Document;
+  /** update/replace: the document after the write, BSON-encoded. */
+  postImage?: Uint8Array;
+  /** update/replace/delete: the document before the write, BSON-encoded. */
+  preImage?: Uint8Array;
   updateDescription?: UpdateDescription;
   operationDescription?: Document;
   /** Collection state before a `modify` (collMod), when showExpandedEvents asks for it. */
@@ -67,3 +79,17 @@ export interface OplogEntry {
 }
 
 export type NewOplogEntry = Omit<OplogEntry, 'ts' | 'wall'>;
+
+/** The document before an update/replace/delete (decoded copy); undefined for other ops. */
+export function preImageOf(entry: OplogEntry): Document | undefined {
+  return entry.preImage && decodeExact(entry.preImage);
+}
+
+/**
+ * The document after an insert/update/replace; undefined for other ops. An insert's is the
+ * stored document itself; an update's or replace's is a decoded copy.
+ */
+export function postImageOf(entry: OplogEntry): Document | undefined {
+  if (entry.fullDocument) return entry.fullDocument;
+  return entry.postImage && decodeExact(entry.postImage);
+}

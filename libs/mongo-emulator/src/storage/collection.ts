@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import BTree from 'sorted-btree';
 import { Binary, ObjectId, type Document, type Long } from 'bson';
-import { bsonSize } from '../bson/codec';
+import { bsonSize, encodeAnySize } from '../bson/codec';
 import { bsonTypeOf } from '../bson/compare';
 import { CommandError } from '../errors';
 import { compileFilter } from '../query/matcher';
@@ -14,6 +14,11 @@ export interface StoredRecord {
   readonly rid: number;
   doc: Document;
   size: number;
+  /**
+   * `doc` BSON-encoded, when a write already produced it (update/replace: the oplog entry's
+   * post-image, shared), so the next update or delete reuses it as its pre-image.
+   */
+  bytes?: Uint8Array;
 }
 
 /** Options a write carries into the oplog entry (retryable writes, migrations). */
@@ -232,13 +237,17 @@ export class Collection {
     const oldKeys = this.keysFor(before);
     const newKeys = this.keysFor(after);
     this.checkUnique(newKeys, rec.rid, oldKeys);
-    const size = bsonSize(after);
+    // The post-image is encoded once: it sizes the record, goes into the oplog entry, and stays
+    // on the record as the pre-image of its next update or delete.
+    const postImage = encodeAnySize(after);
+    const preImage = rec.bytes ?? encodeAnySize(before);
+    const size = postImage.length;
     for (let i = 0; i < this.indexes.length; i++) {
       this.indexes[i].remove(rec.rid, oldKeys[i]);
       this.indexes[i].add(rec.rid, newKeys[i]);
     }
     this.dataSize += size - rec.size;
-    const next: StoredRecord = { rid: rec.rid, doc: after, size };
+    const next: StoredRecord = { rid: rec.rid, doc: after, size, bytes: postImage };
     this.records.set(rec.rid, next);
     const entry: Omit<NewOplogEntry, 'db'> =
       kind === 'update'
@@ -246,10 +255,10 @@ export class Collection {
             op: 'update',
             documentKey: { _id: after._id },
             updateDescription,
-            fullDocument: after,
-            preImage: before,
+            postImage,
+            preImage,
           }
-        : { op: 'replace', documentKey: { _id: after._id }, fullDocument: after, preImage: before };
+        : { op: 'replace', documentKey: { _id: after._id }, postImage, preImage };
     this.log(entry, opts);
     return next;
   }
@@ -261,7 +270,8 @@ export class Collection {
     for (let i = 0; i < this.indexes.length; i++) this.indexes[i].remove(rec.rid, keys[i]);
     this.records.delete(rec.rid);
     this.dataSize -= current.size;
-    this.log({ op: 'delete', documentKey: { _id: current.doc._id }, preImage: current.doc }, opts);
+    const preImage = current.bytes ?? encodeAnySize(current.doc);
+    this.log({ op: 'delete', documentKey: { _id: current.doc._id }, preImage }, opts);
   }
 
   private evictCapped(opts: WriteOptions): void {

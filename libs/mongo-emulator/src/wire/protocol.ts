@@ -135,8 +135,13 @@ function readDocument(buf: Buffer, offset: number, end: number): { doc: Document
   if (size > MAX_BSON_OBJECT_SIZE + 16 * 1024) {
     throw new WireProtocolError(`BSON document too large (${size} bytes)`, false, 10334);
   }
+  // Decode from a private copy of the document's bytes: js-bson's Binary values are views of
+  // the input, and a view of `buf` would keep the whole (up to 48 MB) message alive for as long
+  // as any stored document holds one of its Binary values.
+  const own = new Uint8Array(size);
+  own.set(buf.subarray(offset, offset + size));
   try {
-    return { doc: decodeExact(buf.subarray(offset, offset + size)), size };
+    return { doc: decodeExact(own), size };
   } catch (err) {
     throw new WireProtocolError(
       `invalid BSON: ${(err as Error).message}`,
