@@ -16,14 +16,79 @@ const NAMESPACE_EXISTS = 48;
 /** Two replace-upserts of one new _id can race (our write vs the copy's insert): retry a few. */
 const UPSERT_RETRIES = 3;
 
+interface QueuedBulk {
+  ns: Namespace;
+  parts: Array<{
+    ops: WriteOp[];
+    resolve(failures: WriteFailure[]): void;
+    reject(error: unknown): void;
+  }>;
+}
+
 /**
  * ChangeWriter over the driver. Writes are unordered bulks that bypass document validation
  * (the destination holds the source's documents, whatever validator a replayed collMod set).
+ *
+ * Calls for one namespace made in the same event-loop turn (the applier's lanes flush together,
+ * each with its own bulk per namespace) are sent as one bulkWrite: one round trip and one
+ * command for the destination instead of one per lane. This keeps every guarantee a caller
+ * has: calls in flight together are unordered bulks with no order between them, so one
+ * unordered bulk holding all of them promises exactly as much (a caller never has two writes
+ * of one document in flight at once — the applier awaits a document's previous step).
+ * Per-op failures are mapped back to each call's own indexes; a whole-bulk error rejects
+ * every call in it.
  */
 export class MongoChangeWriter implements ChangeWriter {
+  private queued = new Map<string, QueuedBulk>();
+  private flushScheduled = false;
+
   constructor(private readonly client: MongoClient) {}
 
-  async bulkWrite(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+  bulkWrite(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+    if (ops.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      const key = `${ns.db}\u0000${ns.coll}`;
+      let bulk = this.queued.get(key);
+      if (!bulk) this.queued.set(key, (bulk = { ns, parts: [] }));
+      bulk.parts.push({ ops, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const queued = this.queued;
+    this.queued = new Map();
+    for (const bulk of queued.values()) void this.sendMerged(bulk);
+  }
+
+  private async sendMerged({ ns, parts }: QueuedBulk): Promise<void> {
+    const ops: WriteOp[] = [];
+    const starts: number[] = [];
+    for (const part of parts) {
+      starts.push(ops.length);
+      for (const op of part.ops) ops.push(op);
+    }
+    let failures: WriteFailure[];
+    try {
+      failures = await this.bulkWriteNow(ns, ops);
+    } catch (error) {
+      for (const part of parts) part.reject(error);
+      return;
+    }
+    const perPart: WriteFailure[][] = parts.map(() => []);
+    for (const failure of failures) {
+      let p = parts.length - 1;
+      while (p > 0 && starts[p] > failure.index) p--;
+      perPart[p].push({ ...failure, index: failure.index - starts[p] });
+    }
+    for (let p = 0; p < parts.length; p++) parts[p].resolve(perPart[p]);
+  }
+
+  private async bulkWriteNow(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     const final: WriteFailure[] = [];
     let pending = ops.map((op, index) => ({ op, index }));
     for (let attempt = 0; pending.length > 0; attempt++) {

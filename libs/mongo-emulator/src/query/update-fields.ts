@@ -18,7 +18,36 @@ export interface ApplyContext {
 
 /** True when two values are the same BSON (type and bytes): mongod's no-op test. */
 export function identical(a: unknown, b: unknown): boolean {
+  const quick = quickIdentical(a, b);
+  if (quick !== undefined) return quick;
   return Buffer.from(encode({ v: a })).equals(Buffer.from(encode({ v: b })));
+}
+
+/**
+ * `identical` without encoding for the common scalar cases ($set/$inc of a number, string or
+ * boolean); undefined when unsure (the encoding then decides).
+ */
+function quickIdentical(a: unknown, b: unknown): boolean | undefined {
+  if (typeof a === 'number') {
+    // Object.is tells -0 from 0; NaN payloads are left to the bytes.
+    return typeof b === 'number' && Object.is(a, b) && !Number.isNaN(a) ? true : undefined;
+  }
+  if (a === b) return true; // same reference, or same string/boolean/null/undefined
+  if (typeof a === 'boolean' && typeof b === 'boolean') return false;
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return undefined;
+  const ta = (a as { _bsontype?: unknown })._bsontype;
+  const tb = (b as { _bsontype?: unknown })._bsontype;
+  if (ta === undefined || ta !== tb) return undefined;
+  if (ta === 'Int32') return (a as Int32).value === (b as Int32).value;
+  if (ta === 'Double') {
+    const x = (a as { value: number }).value;
+    const y = (b as { value: number }).value;
+    if (Number.isNaN(x) || Number.isNaN(y)) return undefined; // NaN payloads: compare bytes
+    return Object.is(x, y);
+  }
+  if (ta === 'Long')
+    return (a as Long).low === (b as Long).low && (a as Long).high === (b as Long).high;
+  return undefined;
 }
 
 /** Number of leading components of `path` that exist in `doc`. */

@@ -195,6 +195,8 @@ export class Collection {
       const idx = this.indexes[i];
       const enforced = idx.unique || idx.isIdIndex;
       if (!enforced && !idx.spec.prepareUnique) continue;
+      // Entries the record already holds unchanged cannot add a duplicate.
+      if (oldKeys && sameKeys(oldKeys[i], keys[i])) continue;
       for (const k of keys[i]) {
         if (!enforced && oldKeys?.[i].some((o) => idx.sameValues(o, k))) continue;
         if (idx.findDuplicate(k, rid) !== undefined) throw idx.duplicateKeyError(this.ns, k);
@@ -243,6 +245,7 @@ export class Collection {
     const preImage = rec.bytes ?? encodeAnySize(before);
     const size = postImage.length;
     for (let i = 0; i < this.indexes.length; i++) {
+      if (sameKeys(oldKeys[i], newKeys[i])) continue; // e.g. `_id_` on every update
       this.indexes[i].remove(rec.rid, oldKeys[i]);
       this.indexes[i].add(rec.rid, newKeys[i]);
     }
@@ -369,4 +372,20 @@ export function checkIdValue(id: unknown): void {
     throw new CommandError('InvalidIdField', `The '_id' value cannot be of type regex`);
   if (t === 'undefined')
     throw new CommandError('InvalidIdField', `The '_id' value cannot be of type undefined`);
+}
+
+/**
+ * True when two key lists hold the very same values (same references or equal primitives), so
+ * the index entries would be removed and re-added unchanged. Values that merely compare equal
+ * (1 and 1.0) do not count: the stored key keeps its own type.
+ */
+function sameKeys(a: IndexKey[], b: IndexKey[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let j = 0; j < a.length; j++) {
+    const x = a[j];
+    const y = b[j];
+    if (x.length !== y.length) return false;
+    for (let k = 0; k < x.length; k++) if (!Object.is(x[k], y[k])) return false;
+  }
+  return true;
 }
