@@ -169,6 +169,16 @@ export class Catalog {
     return coll;
   }
 
+  /** Collection-only commands (writes, indexes, stats) refuse views as mongod does (166). */
+  assertNotView(db: string, name: string): void {
+    if (this.getView(db, name)) {
+      throw new CommandError(
+        'CommandNotSupportedOnView',
+        `Namespace ${db}.${name} is a view, not a collection`,
+      );
+    }
+  }
+
   /** The collection, created implicitly (as an insert or createIndexes does) when missing. */
   ensureCollection(
     db: string,
@@ -177,12 +187,7 @@ export class Catalog {
   ): { coll: Collection; created: boolean } {
     const existing = this.getCollection(db, name);
     if (existing) return { coll: existing, created: false };
-    if (this.getView(db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${db}.${name} is a view, not a collection`,
-      );
-    }
+    this.assertNotView(db, name);
     checkCollectionName(db, name);
     return { coll: this.createCollection(db, name, {}, opts), created: true };
   }

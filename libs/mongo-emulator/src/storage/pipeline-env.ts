@@ -30,12 +30,7 @@ export class CatalogPipelineEnv implements PipelineEnv {
   }
 
   *readCollection(db: string, coll: string): Iterable<Document> {
-    const view = this.catalog.getView(db, coll);
-    if (view)
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${db}.${coll} is a view, not a collection`,
-      );
+    this.catalog.assertNotView(db, coll);
     const c = this.catalog.getCollection(db, coll);
     if (!c) return;
     for (const rec of c.naturalRecords(1)) yield rec.doc;
@@ -59,12 +54,7 @@ export class CatalogPipelineEnv implements PipelineEnv {
   }
 
   replaceCollectionContents(db: string, coll: string, docs: Document[]): void {
-    if (this.catalog.getView(db, coll)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${db}.${coll} is a view, not a collection`,
-      );
-    }
+    this.catalog.assertNotView(db, coll);
     const { coll: target } = this.catalog.ensureCollection(db, coll, this.writeOptions);
     // $out is all-or-nothing: reject duplicate _ids before touching the target.
     const ids = docs.filter((d) => d._id !== undefined).map((d) => d._id as unknown);

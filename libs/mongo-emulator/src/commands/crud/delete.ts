@@ -1,10 +1,10 @@
 import type { Document } from 'bson';
 import { isNumeric, toNumber } from '../../bson/compare';
 import { isDocument } from '../../bson/paths';
-import { CommandError, writeErrorFrom, type WriteErrorEntry } from '../../errors';
+import { CommandError } from '../../errors';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, optDocument, reqArray, writeOptions } from './args';
-import { targetRecords } from './write-ops';
+import { runStatements, targetRecords, writeReply } from './write-ops';
 
 export const deleteCommand: CommandDefinition = {
   name: 'delete',
@@ -38,39 +38,27 @@ export const deleteCommand: CommandDefinition = {
       }
     });
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const wopts = writeOptions(ctx);
-    const writeErrors: WriteErrorEntry[] = [];
     let n = 0;
     const coll = catalog.getCollection(ctx.db, name);
-    for (let i = 0; i < statements.length && coll; i++) {
-      const s = statements[i] as Document;
-      try {
-        const targets = targetRecords(coll, s.q as Document, {
-          hint: s.hint as string | Document | undefined,
-          collation: s.collation as Document | undefined,
-          one: toNumber(s.limit) === 1,
-          variables,
+    // A missing collection has nothing to delete: every statement matches nothing.
+    const writeErrors = !coll
+      ? []
+      : runStatements(statements.length, ordered, (i) => {
+          const s = statements[i] as Document;
+          const targets = targetRecords(coll, s.q as Document, {
+            hint: s.hint as string | Document | undefined,
+            collation: s.collation as Document | undefined,
+            one: toNumber(s.limit) === 1,
+            variables,
+          });
+          for (const rec of targets) {
+            if (!coll.record(rec.rid)) continue;
+            coll.delete(rec, wopts);
+            n++;
+          }
         });
-        for (const rec of targets) {
-          if (!coll.record(rec.rid)) continue;
-          coll.delete(rec, wopts);
-          n++;
-        }
-      } catch (err) {
-        if (!(err instanceof CommandError)) throw err;
-        writeErrors.push(writeErrorFrom(i, err));
-        if (ordered) break;
-      }
-    }
-    const reply: Document = { n };
-    if (writeErrors.length) reply.writeErrors = writeErrors;
-    reply.ok = 1;
-    return reply;
+    return writeReply({ n }, writeErrors);
   },
 };

@@ -54,12 +54,7 @@ export const findAndModifyCommand: CommandDefinition = {
       );
     }
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const wopts = writeOptions(ctx);
     const project =
       fields && Object.keys(fields).length ? compileProjection(fields) : (d: Document) => d;

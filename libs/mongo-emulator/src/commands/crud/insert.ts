@@ -1,6 +1,7 @@
 import type { Document } from 'bson';
 import { isDocument } from '../../bson/paths';
-import { CommandError, writeErrorFrom, type WriteErrorEntry } from '../../errors';
+import { runStatements, writeReply } from './write-ops';
+import { CommandError, type WriteErrorEntry } from '../../errors';
 import { prepareInsert } from '../../storage/collection';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, reqArray, typeOf, writeOptions } from './args';
@@ -23,32 +24,18 @@ export const insertCommand: CommandDefinition = {
       }
     });
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const opts = writeOptions(ctx);
-    const writeErrors: WriteErrorEntry[] = [];
     let n = 0;
+    let writeErrors: WriteErrorEntry[] = [];
     if (documents.length > 0) {
       // Implicit creation comes first, so its `create` entry precedes the inserts in the oplog.
       const { coll } = catalog.ensureCollection(ctx.db, name, opts);
-      for (let i = 0; i < documents.length; i++) {
-        try {
-          coll.insert(prepareInsert(documents[i] as Document), opts);
-          n++;
-        } catch (err) {
-          if (!(err instanceof CommandError)) throw err;
-          writeErrors.push(writeErrorFrom(i, err));
-          if (ordered) break;
-        }
-      }
+      writeErrors = runStatements(documents.length, ordered, (i) => {
+        coll.insert(prepareInsert(documents[i] as Document), opts);
+        n++;
+      });
     }
-    const reply: Document = { n };
-    if (writeErrors.length) reply.writeErrors = writeErrors;
-    reply.ok = 1;
-    return reply;
+    return writeReply({ n }, writeErrors);
   },
 };

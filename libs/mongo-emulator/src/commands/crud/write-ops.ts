@@ -1,6 +1,6 @@
 import type { Document } from 'bson';
 import { isDocument } from '../../bson/paths';
-import { CommandError } from '../../errors';
+import { CommandError, writeErrorFrom, type WriteErrorEntry } from '../../errors';
 import { applyUpdate } from '../../query/update';
 import { computeUpdateDescription } from '../../query/update-description';
 import { upsertSeed } from '../../query/upsert';
@@ -192,4 +192,35 @@ export function parseUpdateStatement(stmt: unknown, i: number): UpdateSpec {
     collation: stmt.collation as Document | undefined,
     variables: stmt.c as Record<string, unknown> | undefined,
   };
+}
+
+/**
+ * Runs the statements of an insert/update/delete batch: a statement's CommandError becomes
+ * its `writeErrors` entry (the command itself still succeeds), and an ordered batch stops at
+ * the first one, as mongod does.
+ */
+export function runStatements(
+  count: number,
+  ordered: boolean,
+  run: (index: number) => void,
+): WriteErrorEntry[] {
+  const writeErrors: WriteErrorEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    try {
+      run(i);
+    } catch (err) {
+      if (!(err instanceof CommandError)) throw err;
+      writeErrors.push(writeErrorFrom(i, err));
+      if (ordered) break;
+    }
+  }
+  return writeErrors;
+}
+
+/** A write command's reply: its counters, then writeErrors when any, then ok. */
+export function writeReply(fields: Document, writeErrors: WriteErrorEntry[]): Document {
+  const reply: Document = { ...fields };
+  if (writeErrors.length) reply.writeErrors = writeErrors;
+  reply.ok = 1;
+  return reply;
 }

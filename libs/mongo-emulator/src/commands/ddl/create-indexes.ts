@@ -169,12 +169,7 @@ export const createIndexesCommand: CommandDefinition = {
     if (requested.length === 0)
       throw new CommandError('BadValue', 'Must specify at least one index to create');
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const existingColl = catalog.getCollection(ctx.db, name);
     const specs = requested.map((r) => normaliseSpec(r, existingColl));
     const wopts = writeOptions(ctx);

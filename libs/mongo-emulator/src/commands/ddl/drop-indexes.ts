@@ -15,12 +15,7 @@ export const dropIndexesCommand: CommandDefinition = {
   run(ctx) {
     const name = collectionName(ctx);
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const coll = catalog.getCollection(ctx.db, name);
     if (!coll) throw new CommandError('NamespaceNotFound', `ns not found ${ctx.db}.${name}`);
     const target = ctx.cmd.index;

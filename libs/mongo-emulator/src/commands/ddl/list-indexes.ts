@@ -11,12 +11,7 @@ export const listIndexesCommand: CommandDefinition = {
     const cursorOpts = optDocument(ctx, 'cursor') ?? {};
     const batchSize = optNonNegative(ctx, 'batchSize', cursorOpts, 'listIndexes.cursor');
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const coll = catalog.getCollection(ctx.db, name);
     if (!coll) throw new CommandError('NamespaceNotFound', `ns does not exist: ${ctx.db}.${name}`);
     const specs = coll.indexes.map((i) => ({ ...i.spec }));

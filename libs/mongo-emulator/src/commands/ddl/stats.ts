@@ -18,12 +18,7 @@ export const collStatsCommand: CommandDefinition = {
     const name = collectionName(ctx);
     const scale = scaleOf(ctx);
     const catalog = ctx.node.catalog;
-    if (catalog.getView(ctx.db, name)) {
-      throw new CommandError(
-        'CommandNotSupportedOnView',
-        `Namespace ${ctx.db}.${name} is a view, not a collection`,
-      );
-    }
+    catalog.assertNotView(ctx.db, name);
     const coll = catalog.getCollection(ctx.db, name);
     if (!coll) {
       // Since 4.2 a missing namespace answers ok with zero sizes.
