@@ -82,6 +82,11 @@ export const ErrorCodes = {
   InterruptedAtShutdown: 11600,
   InterruptedDueToReplStateChange: 11602,
   NotPrimaryOrSecondary: 13436,
+  // Cursor invalidation, collectionUUID, causal consistency.
+  QueryPlanKilled: 175,
+  ClusterTimeFailsRateLimiter: 205,
+  InvalidUUID: 207,
+  CollectionUUIDMismatch: 361,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

@@ -128,8 +128,9 @@ export class ChangeStreamCursor implements ServerCursor {
         if (documents.length > 0 || this.invalidated || first || limit === 0) break;
         const remaining = deadline - Date.now();
         if (remaining <= 0 || request.signal?.aborted) break;
-        // Wake on the next append after what we have read (or at the deadline / disconnect).
-        await this.node.oplog.waitForEntriesAfter(this.waitPoint(), remaining, request.signal);
+        // Wake when the majority-committed snapshot passes what we have read (or at the
+        // deadline / disconnect).
+        await this.node.oplog.waitForCommitted(this.waitPoint(), false, remaining, request.signal);
       }
     } catch (err) {
       if (err instanceof CommandError) {
@@ -152,17 +153,22 @@ export class ChangeStreamCursor implements ServerCursor {
   }
 
   private waitPoint(): Timestamp {
-    const newest = this.node.oplog.newest();
-    if (this.readAfter && (!newest || compareTimestamps(this.readAfter, newest.ts) >= 0))
+    const committed = this.node.oplog.committedTimestamp();
+    if (this.readAfter && (!committed || compareTimestamps(this.readAfter, committed) >= 0))
       return this.readAfter;
-    return newest?.ts ?? this.readAfter ?? new Timestamp({ t: 0, i: 0 });
+    return committed ?? this.readAfter ?? new Timestamp({ t: 0, i: 0 });
   }
 
-  /** Collects up to `limit` events, reading the oplog only when the queue is empty. */
+  /**
+   * Collects up to `limit` events, reading the oplog only when the queue is empty. Like a
+   * change stream on a replica set, it reads only majority-committed entries: none newer than
+   * the committed snapshot.
+   */
   private fill(limit: number): Document[] {
     const out: Document[] = [];
     let bytes = 0;
     let reader: Iterator<OplogEntry> | undefined;
+    const visible = this.node.oplog.committedTimestamp();
     this.atEnd = false;
     while (out.length < limit) {
       if (this.queue.length === 0) {
@@ -173,7 +179,7 @@ export class ChangeStreamCursor implements ServerCursor {
           reader = this.node.oplog.entriesAfter(this.readAfter);
         }
         const next = reader.next();
-        if (next.done) {
+        if (next.done || (visible && compareTimestamps(next.value.ts, visible) > 0)) {
           this.atEnd = true;
           break;
         }
@@ -248,7 +254,8 @@ export class ChangeStreamCursor implements ServerCursor {
     if (this.queue.length > 0) return; // stay at the last returned event
     if (this.skippedToken) this.pbrt = maxToken(this.pbrt, this.skippedToken);
     if (this.invalidated) return;
-    const scanned = this.atEnd ? latest(this.node.clock.current(), this.readAfter) : this.readAfter;
+    const visible = this.node.oplog.committedTimestamp() ?? this.node.clock.current();
+    const scanned = this.atEnd ? latest(visible, this.readAfter) : this.readAfter;
     if (scanned) this.pbrt = maxToken(this.pbrt, highWaterMarkToken(scanned));
   }
 }

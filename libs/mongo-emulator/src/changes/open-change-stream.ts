@@ -64,8 +64,9 @@ function resolveStart(ctx: CommandContext, spec: ChangeStreamSpec): StreamStart 
     if (lostFrom(at)) throw historyLostError();
     return { after: previousTimestamp(at), initialToken: highWaterMarkToken(at) };
   }
-  // No start point: the stream begins just after the latest operation time.
-  const now = ctx.node.clock.current();
+  // No start point: the stream begins just after the last applied operation (mongod starts at
+  // lastApplied + 1 tick, not at a cluster time a client may have gossiped further).
+  const now = ctx.node.oplog.newest()?.ts ?? ctx.node.clock.current();
   return {
     after: now,
     initialToken: highWaterMarkToken(new Timestamp({ t: now.t, i: now.i + 1 })),

@@ -1,5 +1,6 @@
 import type { Document, Long } from 'bson';
 import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { ReadConcernArgs } from '../server/read-concern';
 
 /** A user after authentication: the roles come from the launch configuration. */
 export interface AuthenticatedUser {
@@ -39,6 +40,8 @@ export interface CommandContext {
   /** Canonical command name (the definition's `name`). */
   readonly name: string;
   readonly session?: CommandSession;
+  /** The parsed `readConcern`, for commands defined with `readConcern: true`. */
+  readonly readConcern?: ReadConcernArgs;
 }
 
 /**
@@ -60,5 +63,10 @@ export interface CommandDefinition {
   retryableWrite?: boolean;
   /** Only valid on the admin database (MongoDB replies Unauthorized/IllegalOperation otherwise). */
   adminOnly?: boolean;
+  /**
+   * Accepts `readConcern` (find, aggregate, count, distinct): the dispatcher parses it, waits
+   * for afterClusterTime, and passes it on as `ctx.readConcern`.
+   */
+  readConcern?: boolean;
   run(ctx: CommandContext): Promise<Document> | Document;
 }

@@ -27,6 +27,11 @@ export interface ServerCursor {
   readonly ns: string;
   nextBatch(request: BatchRequest): Promise<Batch>;
   close(): void;
+  /**
+   * Run before every getMore, like mongod restoring a yielded plan: throws (and so kills the
+   * cursor) when what the cursor reads from is gone (a dropped or renamed collection).
+   */
+  checkValid?(): void;
 }
 
 interface Entry {
@@ -46,7 +51,12 @@ export class IteratorCursor implements ServerCursor {
   constructor(
     readonly ns: string,
     private readonly iterator: Iterator<Document>,
+    private readonly guard?: () => void,
   ) {}
+
+  checkValid(): void {
+    this.guard?.();
+  }
 
   async nextBatch(request: BatchRequest): Promise<Batch> {
     const limit = request.batchSize && request.batchSize > 0 ? request.batchSize : Infinity;
@@ -139,6 +149,7 @@ export class CursorManager {
     if (entry.busy) throw new CommandError('CursorNotFound', `cursor id ${key} is already in use`);
     entry.busy = true;
     try {
+      entry.cursor.checkValid?.();
       const batch = await entry.cursor.nextBatch(request);
       entry.lastUsed = Date.now();
       let replyId = id;

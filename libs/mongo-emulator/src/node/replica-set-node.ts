@@ -22,6 +22,12 @@ export interface ReplicaSetNodeOptions {
 export const DEFAULT_HISTORY_SIZE = 1_000_000;
 
 /**
+ * mongod's fail point that keeps the majority-committed snapshot from advancing
+ * (ReplicationCoordinatorImpl::_updateCommittedSnapshot returns early while it fires).
+ */
+export const DISABLE_SNAPSHOTTING_FAIL_POINT = 'disableSnapshotting';
+
+/**
  * The data-bearing state of one emulated replica-set primary: everything a command can
  * touch. The wire server (server/) owns sockets; this object owns data and bookkeeping.
  * A sharded topology later puts several of these behind emulated mongos routers.
@@ -44,7 +50,12 @@ export class ReplicaSetNode {
   readonly startedAt = new Date();
 
   constructor(readonly options: ReplicaSetNodeOptions) {
-    this.oplog = new Oplog(this.clock, { maxEntries: options.historySize ?? DEFAULT_HISTORY_SIZE });
+    this.oplog = new Oplog(this.clock, {
+      maxEntries: options.historySize ?? DEFAULT_HISTORY_SIZE,
+      // mongod's `disableSnapshotting`: while it fires, the committed snapshot does not move.
+      holdCommittedSnapshot: () =>
+        this.failPoints.evaluate(DISABLE_SNAPSHOTTING_FAIL_POINT) !== undefined,
+    });
     // replSetInitiate's first oplog entry: history starts here, as on a fresh mongod.
     this.oplog.append({ op: 'noop', db: '', o: { msg: 'initiating set' } });
     this.catalog = new Catalog(this);

@@ -76,6 +76,11 @@ export interface OplogEntry {
   fromMigrate?: boolean;
   /** Payload of a noop entry. */
   o?: Document;
+  /**
+   * update/replace/delete: the record id of the written document, so a read at an older
+   * snapshot can put its earlier version back in natural order.
+   */
+  rid?: number;
 }
 
 export type NewOplogEntry = Omit<OplogEntry, 'ts' | 'wall'>;

@@ -5,6 +5,13 @@ import type { NewOplogEntry, OplogEntry } from './oplog-entry';
 export interface OplogOptions {
   /** Entries kept; older ones are truncated like a capped oplog. */
   maxEntries: number;
+  /**
+   * Asked on every append whether the majority-committed snapshot must stay where it is
+   * (mongod's `disableSnapshotting` fail point, evaluated where `_updateCommittedSnapshot`
+   * would move the snapshot). Without it, every entry is majority-committed at once, as on a
+   * single-member replica set.
+   */
+  holdCommittedSnapshot?: () => boolean;
 }
 
 /**
@@ -20,6 +27,12 @@ export class Oplog {
   private truncatedThrough: Timestamp | undefined;
   /** Bumped whenever `entries` is compacted, so suspended iterators re-locate themselves. */
   private generation = 0;
+  /**
+   * The majority-committed snapshot: the newest entry readConcern "majority" reads, change
+   * streams and w:"majority" writes may rely on. Equal to the newest entry unless
+   * `holdCommittedSnapshot` kept it back.
+   */
+  private committed: Timestamp | undefined;
 
   constructor(
     readonly clock: ClusterClock,
@@ -30,8 +43,23 @@ export class Oplog {
     const full: OplogEntry = { ...entry, ts: this.clock.tick(), wall: new Date() };
     this.entries.push(full);
     this.truncate();
+    if (!this.committed || !this.options.holdCommittedSnapshot?.()) this.committed = full.ts;
     this.notify();
     return full;
+  }
+
+  /**
+   * Timestamp of the majority-committed snapshot (replSetGetStatus'
+   * `readConcernMajorityOpTime`): the newest entry, unless the snapshot is being held back.
+   */
+  committedTimestamp(): Timestamp | undefined {
+    return this.committed;
+  }
+
+  /** True when entries newer than the majority-committed snapshot exist. */
+  get committedLags(): boolean {
+    const newest = this.newest();
+    return !!newest && !!this.committed && compareTimestamps(newest.ts, this.committed) > 0;
   }
 
   get size(): number {
@@ -88,18 +116,56 @@ export class Oplog {
 
   /** Resolves when an entry newer than `ts` exists, or after `timeoutMs`, or on abort. */
   waitForEntriesAfter(ts: Timestamp, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    const newest = this.newest();
-    if (newest && compareTimestamps(newest.ts, ts) > 0) return Promise.resolve();
+    return this.waitUntil(
+      () => {
+        const newest = this.newest();
+        return !!newest && compareTimestamps(newest.ts, ts) > 0;
+      },
+      timeoutMs,
+      signal,
+    );
+  }
+
+  /**
+   * Resolves with true once the majority-committed snapshot reaches `ts` (`inclusive`) or
+   * passes it; with false after `timeoutMs` (Infinity: never) or on abort.
+   */
+  waitForCommitted(
+    ts: Timestamp,
+    inclusive: boolean,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const reached = () => {
+      if (!this.committed) return false;
+      const cmp = compareTimestamps(this.committed, ts);
+      return inclusive ? cmp >= 0 : cmp > 0;
+    };
+    return this.waitUntil(reached, timeoutMs, signal).then(reached);
+  }
+
+  /** Resolves when `condition` holds after an append, after `timeoutMs`, or on abort. */
+  private waitUntil(
+    condition: () => boolean,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    if (condition() || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        signal?.removeEventListener('abort', done);
+      let timer: NodeJS.Timeout | undefined;
+      const finish = () => {
+        if (timer) clearTimeout(timer);
+        this.waiters.delete(check);
+        signal?.removeEventListener('abort', finish);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, timeoutMs));
-      this.waiters.add(done);
-      signal?.addEventListener('abort', done, { once: true });
+      const check = () => {
+        if (condition()) finish();
+      };
+      // setTimeout clamps delays above 2^31-1 ms to 1 ms: an unbounded wait has no timer.
+      if (Number.isFinite(timeoutMs)) timer = setTimeout(finish, Math.max(0, timeoutMs));
+      this.waiters.add(check);
+      signal?.addEventListener('abort', finish, { once: true });
     });
   }
 

@@ -29,6 +29,7 @@ export function parseProjection(spec: Document): ParsedProjection {
   const root: ProjNode = { children: new Map() };
   let mode: 'inclusion' | 'exclusion' | undefined;
   let excludeId = false;
+  let includeId = false;
   const setMode = (m: 'inclusion' | 'exclusion', field: string) => {
     if (mode && mode !== m) {
       throw m === 'exclusion'
@@ -42,6 +43,7 @@ export function parseProjection(spec: Document): ParsedProjection {
     if (leaf === undefined) continue;
     if (key === '_id' && (leaf.kind === 'include' || leaf.kind === 'exclude')) {
       excludeId = leaf.kind === 'exclude';
+      includeId = leaf.kind === 'include';
       continue;
     }
     if (leaf.kind === 'exclude') setMode('exclusion', key);
@@ -49,7 +51,8 @@ export function parseProjection(spec: Document): ParsedProjection {
     const path = leaf.kind === 'positional' ? key.slice(0, -2) : key;
     insert(root, path.split('.'), leaf, key);
   }
-  const finalMode = mode ?? 'exclusion';
+  // {_id: 1} alone is an inclusion projection (only _id is returned), as in mongod.
+  const finalMode = mode ?? (includeId ? 'inclusion' : 'exclusion');
   // _id is projected by default; an explicit {_id: 0} removes it in either mode.
   if (excludeId) root.children.set('_id', { kind: 'exclude' });
   else if (finalMode === 'inclusion') root.children.set('_id', { kind: 'include' });

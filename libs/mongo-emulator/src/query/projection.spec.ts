@@ -29,6 +29,8 @@ describe('compileProjection', () => {
       arr: [{ c: 1 }, 5, { c: 2 }],
     });
     expect(p({ _id: 0 }, { _id: 1, a: 1 })).toEqual({ a: 1 });
+    // {_id: 1} alone is an inclusion projection.
+    expect(p({ _id: 1 }, { _id: 1, a: 1 })).toEqual({ _id: 1 });
   });
   it('rejects mixing inclusion and exclusion', () => {
     expect(() => p({ a: 1, b: 0 }, doc)).toThrow(

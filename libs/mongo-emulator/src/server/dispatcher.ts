@@ -1,4 +1,4 @@
-import { Binary, Double, Long, type Document } from 'bson';
+import { Binary, Double, Long, type Document, type Timestamp } from 'bson';
 import { CommandError, ErrorCodes } from '../errors';
 import type {
   CommandContext,
@@ -16,6 +16,14 @@ import {
 import { CloseConnection, type CommandExecutor } from './executor';
 import { serverStatsOf, type ServerStats } from './stats';
 import { asNumber, bsonTypeName } from './values';
+import {
+  gossipInClusterTime,
+  parseReadConcern,
+  readsCommittedSnapshot,
+  waitForReadConcern,
+  type ReadConcernArgs,
+} from './read-concern';
+import { effectiveWriteConcern, waitForWriteConcern } from './write-concern';
 
 /**
  * Error codes for which mongod labels a failed retryable write `RetryableWriteError`
@@ -62,6 +70,25 @@ function describeCommand(cmd: Document): string {
   return `{ ${parts.join(', ')} }`;
 }
 
+/** What the dispatcher learns about a request while running it. */
+interface RunState {
+  def?: CommandDefinition;
+  session?: CommandSession;
+  explicitLabels?: string[];
+  readConcern?: ReadConcernArgs;
+  /** Newest oplog time when the command body started; a change means the command wrote. */
+  baseline?: Timestamp;
+}
+
+/** True for `$out`/`$merge` aggregations, which take a write concern. */
+function isWritingAggregate(body: Document): boolean {
+  const pipeline = body.pipeline;
+  return (
+    Array.isArray(pipeline) &&
+    pipeline.some((s) => s && typeof s === 'object' && ('$out' in s || '$merge' in s))
+  );
+}
+
 interface FailCommandOutcome {
   /** failCommand's writeConcernError, appended to the reply after the command ran. */
   writeConcernError?: Document;
@@ -78,8 +105,7 @@ export class NodeCommandExecutor implements CommandExecutor {
   }
 
   async execute(body: Document, conn: ConnectionContext): Promise<Document> {
-    const state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] } =
-      {};
+    const state: RunState = {};
     let reply: Document;
     try {
       reply = await this.run(body, conn, state);
@@ -87,17 +113,28 @@ export class NodeCommandExecutor implements CommandExecutor {
       if (err instanceof CloseConnection) throw err;
       reply = this.errorReply(err, state);
     }
-    return this.withClusterTime(reply);
+    return this.withClusterTime(reply, this.operationTime(state));
+  }
+
+  /**
+   * mongod's computeOperationTime: a command that wrote reports the client's last op (the
+   * newest entry); a read reports the time of the data it read, the majority-committed snapshot
+   * for majority/snapshot reads and the last applied entry otherwise.
+   */
+  private operationTime(state: RunState): Timestamp {
+    const oplog = this.node.oplog;
+    const newest = oplog.newest()?.ts ?? this.node.clock.current();
+    const wrote = state.baseline !== undefined && !state.baseline.equals(newest);
+    if (!wrote && readsCommittedSnapshot(state.readConcern))
+      return oplog.committedTimestamp() ?? newest;
+    return newest;
   }
 
   connectionClosed(conn: ConnectionContext): void {
     conn.sasl.clear();
   }
 
-  private errorReply(
-    err: unknown,
-    state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] },
-  ): Document {
+  private errorReply(err: unknown, state: RunState): Document {
     let reply: Document;
     if (err instanceof CommandError) {
       reply = err.toReply();
@@ -128,7 +165,7 @@ export class NodeCommandExecutor implements CommandExecutor {
   }
 
   /** `$clusterTime` and `operationTime` go on every reply, errors included, like a replica-set member. */
-  private withClusterTime(reply: Document): Document {
+  private withClusterTime(reply: Document, operationTime: Timestamp): Document {
     const now = this.node.clock.current();
     // mongod sends `ok` as a double.
     if (reply.ok === undefined) reply.ok = new Double(1);
@@ -137,15 +174,11 @@ export class NodeCommandExecutor implements CommandExecutor {
       clusterTime: now,
       signature: { hash: ZERO_SIGNATURE_HASH, keyId: Long.ZERO },
     };
-    reply.operationTime = now;
+    reply.operationTime = operationTime;
     return reply;
   }
 
-  private async run(
-    body: Document,
-    conn: ConnectionContext,
-    state: { def?: CommandDefinition; session?: CommandSession; explicitLabels?: string[] },
-  ): Promise<Document> {
+  private async run(body: Document, conn: ConnectionContext, state: RunState): Promise<Document> {
     const node = this.node;
     const requestedName = Object.keys(body)[0];
     if (requestedName === undefined)
@@ -166,6 +199,10 @@ export class NodeCommandExecutor implements CommandExecutor {
     if (db === '' || /[/\\. "$\0]/.test(db))
       throw new CommandError('InvalidNamespace', `Invalid database name: '${db}'`);
     this.stats.countCommand(def.name);
+
+    // A client's $clusterTime moves the clock forward; without access control it is trusted.
+    if (!node.authEnabled && body.$clusterTime !== undefined)
+      gossipInClusterTime(node, body.$clusterTime);
 
     const session = this.parseSession(body);
     state.session = session;
@@ -207,12 +244,42 @@ export class NodeCommandExecutor implements CommandExecutor {
         throw new CommandError('UserWritesBlocked', 'User writes blocked');
     }
 
-    const ctx: CommandContext = { node, conn, db, cmd: body, name: def.name, session };
+    const startedAt = Date.now();
+    const maxTimeMS = asNumber(body.maxTimeMS);
+    let readConcern: ReadConcernArgs | undefined;
+    if (def.readConcern) {
+      readConcern = parseReadConcern(body.readConcern);
+      state.readConcern = readConcern;
+      if (readConcern)
+        await waitForReadConcern(node, readConcern, { maxTimeMS, signal: conn.closed });
+    }
+
+    const ctx: CommandContext = {
+      node,
+      conn,
+      db,
+      cmd: body,
+      name: def.name,
+      session,
+      ...(readConcern ? { readConcern } : {}),
+    };
+    state.baseline = node.oplog.newest()?.ts;
     let reply: Document;
     if (def.retryableWrite && session?.txnNumber !== undefined) {
       reply = await this.runRetryable(def, ctx, session);
     } else {
       reply = { ...(await def.run(ctx)) };
+    }
+    if (
+      asNumber(reply.ok) !== 0 &&
+      (def.access === 'write' || (def.name === 'aggregate' && isWritingAggregate(body)))
+    ) {
+      const wce = await waitForWriteConcern(node, effectiveWriteConcern(body), {
+        maxTimeMS,
+        startedAt,
+        signal: conn.closed,
+      });
+      if (wce) reply.writeConcernError = wce;
     }
     return this.applyWriteConcernFailure(reply, failOutcome, state);
   }
@@ -304,7 +371,7 @@ export class NodeCommandExecutor implements CommandExecutor {
   private applyWriteConcernFailure(
     reply: Document,
     outcome: FailCommandOutcome,
-    state: { def?: CommandDefinition; session?: CommandSession },
+    state: RunState,
   ): Document {
     if (!outcome.writeConcernError || asNumber(reply.ok) === 0) return reply;
     reply.writeConcernError = outcome.writeConcernError;

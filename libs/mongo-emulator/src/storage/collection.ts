@@ -260,8 +260,9 @@ export class Collection {
             updateDescription,
             postImage,
             preImage,
+            rid: rec.rid,
           }
-        : { op: 'replace', documentKey: { _id: after._id }, postImage, preImage };
+        : { op: 'replace', documentKey: { _id: after._id }, postImage, preImage, rid: rec.rid };
     this.log(entry, opts);
     return next;
   }
@@ -274,7 +275,10 @@ export class Collection {
     this.records.delete(rec.rid);
     this.dataSize -= current.size;
     const preImage = current.bytes ?? encodeAnySize(current.doc);
-    this.log({ op: 'delete', documentKey: { _id: current.doc._id }, preImage }, opts);
+    this.log(
+      { op: 'delete', documentKey: { _id: current.doc._id }, preImage, rid: current.rid },
+      opts,
+    );
   }
 
   private evictCapped(opts: WriteOptions): void {

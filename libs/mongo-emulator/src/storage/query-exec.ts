@@ -76,3 +76,23 @@ function* sliceRecords(
     if (limit > 0 && taken >= limit) return;
   }
 }
+
+/**
+ * The same query (filter, sort, skip, limit) over documents held in memory, such as a
+ * collection as of the majority-committed snapshot. There is no index here: `hint`, `min` and
+ * `max` are not applied.
+ */
+export function* queryDocumentArray(docs: Document[], req: QueryRequest): Generator<Document> {
+  const filter = req.filter && Object.keys(req.filter).length ? req.filter : undefined;
+  const match = filter
+    ? compileFilter(filter, { collation: req.collation, variables: req.variables })
+    : undefined;
+  let out = match ? docs.filter((d) => match(d)) : docs;
+  if (req.sort && Object.keys(req.sort).length) {
+    const cmp = compileSort(req.sort, { collation: req.collation });
+    out = [...out].sort(cmp);
+  }
+  const skip = req.skip ?? 0;
+  const end = req.limit ? skip + req.limit : out.length;
+  yield* out.slice(skip, end);
+}

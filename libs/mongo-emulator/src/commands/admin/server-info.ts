@@ -112,7 +112,8 @@ function replSetGetStatus(ctx: CommandContext): Document {
     optimes: {
       lastCommittedOpTime: opTime,
       lastCommittedWallTime: wall,
-      readConcernMajorityOpTime: opTime,
+      // The majority-committed snapshot: behind lastCommittedOpTime while disableSnapshotting holds it.
+      readConcernMajorityOpTime: { ts: node.oplog.committedTimestamp() ?? opTime.ts, t: TERM },
       appliedOpTime: opTime,
       durableOpTime: opTime,
       lastAppliedWallTime: wall,

@@ -5,11 +5,13 @@ import { CommandError } from '../../errors';
 import { openChangeStream } from '../../changes/open-change-stream';
 import { runPipeline } from '../../aggregate/pipeline';
 import { checkCollectionName } from '../../storage/catalog';
-import { queryDocuments } from '../../storage/query-exec';
+import { queryDocumentArray, queryDocuments } from '../../storage/query-exec';
+import { guardedAggregateInput } from '../../cursors/collection-guard';
 import type { CommandContext, CommandDefinition } from '../types';
 import { optBool, optCollation, optDocument, optHint, optNonNegative, reqArray } from './args';
+import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { cursorReply } from './cursor-reply';
-import { pipelineEnv, runOnView } from './pipeline';
+import { committedSnapshotDocuments, pipelineEnv, runOnViewForCursor } from './pipeline';
 
 function isWriteStage(stage: Document): boolean {
   return '$out' in stage || '$merge' in stage;
@@ -38,8 +40,10 @@ function pushDown(pipeline: Document[]): { filter?: Document; sort?: Document; r
 export const aggregateCommand: CommandDefinition = {
   name: 'aggregate',
   access: 'read',
+  readConcern: true,
   async run(ctx: CommandContext) {
     const target = ctx.cmd.aggregate;
+    const collectionUuid = optCollectionUuid(ctx);
     const pipeline = reqArray(ctx, 'pipeline') as Document[];
     pipeline.forEach((s, i) => {
       if (!isDocument(s)) {
@@ -73,6 +77,7 @@ export const aggregateCommand: CommandDefinition = {
     const catalog = ctx.node.catalog;
     let ns: string;
     let docs: Iterable<Document>;
+    let guard: (() => void) | undefined;
     if (isNumeric(target) && toNumber(target) === 1) {
       // Database-level aggregate ($documents, $currentOp, ...): no input documents.
       ns = `${ctx.db}.$cmd.aggregate`;
@@ -86,16 +91,22 @@ export const aggregateCommand: CommandDefinition = {
       }
       checkCollectionName(ctx.db, target);
       ns = `${ctx.db}.${target}`;
+      if (collectionUuid) checkCollectionUuid(ctx, target, collectionUuid);
       const view = catalog.getView(ctx.db, target);
       if (view) {
-        docs = runOnView(ctx, view, pipeline, collation, variables);
+        ({ docs, guard } = runOnViewForCursor(ctx, view, pipeline, variables));
       } else {
         const coll = catalog.getCollection(ctx.db, target);
         const { filter, sort, rest } = pushDown(pipeline);
-        const input = coll
-          ? queryDocuments(coll, { filter, sort, hint, collation, variables })
-          : [];
-        docs = runPipeline(input, rest, pipelineEnv(ctx, target, variables));
+        let input: Iterable<Document> = [];
+        if (coll) {
+          const request = { filter, sort, hint, collation, variables };
+          const snapshot = committedSnapshotDocuments(ctx, coll);
+          input = snapshot ? queryDocumentArray(snapshot, request) : queryDocuments(coll, request);
+        }
+        const guarded = guardedAggregateInput(catalog, coll, input, rest);
+        guard = guarded.guard;
+        docs = runPipeline(guarded.input, rest, pipelineEnv(ctx, target, variables));
       }
     }
     if (pipeline.some(isWriteStage)) {
@@ -103,6 +114,6 @@ export const aggregateCommand: CommandDefinition = {
       for (const _ of docs) void _;
       return { cursor: { firstBatch: [], id: Long.ZERO, ns }, ok: 1 };
     }
-    return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize });
+    return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize, guard });
   },
 };

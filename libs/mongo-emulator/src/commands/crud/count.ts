@@ -1,5 +1,6 @@
 import { CommandError } from '../../errors';
-import { executeQuery } from '../../storage/query-exec';
+import { executeQuery, queryDocumentArray } from '../../storage/query-exec';
+import { rejectUnknownField } from './collection-uuid';
 import type { CommandDefinition } from '../types';
 import {
   collectionName,
@@ -9,13 +10,16 @@ import {
   optNumber,
   optNonNegative,
 } from './args';
-import { runOnView } from './pipeline';
+import { committedSnapshotDocuments, runOnView } from './pipeline';
 
 export const countCommand: CommandDefinition = {
   name: 'count',
   access: 'read',
+  readConcern: true,
   run(ctx) {
     const name = collectionName(ctx);
+    // count's IDL is strict and has no collectionUUID (MongoDB 7.0).
+    rejectUnknownField(ctx, 'collectionUUID');
     const query = optDocument(ctx, 'query') ?? {};
     let limit = optNumber(ctx, 'limit') ?? 0;
     limit = Math.abs(Math.trunc(limit));
@@ -39,6 +43,12 @@ export const countCommand: CommandDefinition = {
     }
     const coll = catalog.getCollection(ctx.db, name);
     if (!coll) return { n: 0, ok: 1 };
+    const snapshot = committedSnapshotDocuments(ctx, coll);
+    if (snapshot) {
+      let n = 0;
+      for (const _ of queryDocumentArray(snapshot, { filter: query, collation, skip, limit })) n++;
+      return { n, ok: 1 };
+    }
     if (Object.keys(query).length === 0 && hint === undefined) {
       // Metadata count, as mongod answers an unfiltered count.
       const n = Math.max(0, coll.count - skip);

@@ -13,6 +13,8 @@ export interface CursorReplyOptions {
   /** undefined → the default first batch (101). */
   batchSize?: number;
   singleBatch?: boolean;
+  /** Checked before every getMore (see ServerCursor.checkValid). */
+  guard?: () => void;
 }
 
 /**
@@ -25,7 +27,7 @@ export async function cursorReply(
   docs: Iterator<Document>,
   options: CursorReplyOptions = {},
 ): Promise<Document> {
-  const cursor = new IteratorCursor(ns, docs);
+  const cursor = new IteratorCursor(ns, docs, options.guard);
   const cursors = ctx.node.cursors;
   if (options.batchSize === 0 && !options.singleBatch) {
     // batchSize 0 opens the cursor without returning anything yet (mongod does the same).

@@ -4,6 +4,7 @@ import { isDocument } from '../../bson/paths';
 import { CommandError } from '../../errors';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, optDocument, reqArray, writeOptions } from './args';
+import { collectionUuidMismatch, optCollectionUuid } from './collection-uuid';
 import { runStatements, targetRecords, writeReply } from './write-ops';
 
 export const deleteCommand: CommandDefinition = {
@@ -16,6 +17,7 @@ export const deleteCommand: CommandDefinition = {
     const statements = reqArray(ctx, 'deletes');
     const ordered = optBool(ctx, 'ordered') ?? true;
     const variables = optDocument(ctx, 'let');
+    const collectionUuid = optCollectionUuid(ctx);
     statements.forEach((s, i) => {
       if (!isDocument(s) || !isDocument(s.q)) {
         throw new CommandError(
@@ -42,23 +44,29 @@ export const deleteCommand: CommandDefinition = {
     const wopts = writeOptions(ctx);
     let n = 0;
     const coll = catalog.getCollection(ctx.db, name);
+    // mongod checks the UUID per statement when it acquires the collection.
+    const mismatch = collectionUuid && collectionUuidMismatch(ctx, name, collectionUuid);
     // A missing collection has nothing to delete: every statement matches nothing.
-    const writeErrors = !coll
-      ? []
-      : runStatements(statements.length, ordered, (i) => {
-          const s = statements[i] as Document;
-          const targets = targetRecords(coll, s.q as Document, {
-            hint: s.hint as string | Document | undefined,
-            collation: s.collation as Document | undefined,
-            one: toNumber(s.limit) === 1,
-            variables,
+    const writeErrors = mismatch
+      ? runStatements(statements.length, ordered, () => {
+          throw mismatch;
+        })
+      : !coll
+        ? []
+        : runStatements(statements.length, ordered, (i) => {
+            const s = statements[i] as Document;
+            const targets = targetRecords(coll, s.q as Document, {
+              hint: s.hint as string | Document | undefined,
+              collation: s.collation as Document | undefined,
+              one: toNumber(s.limit) === 1,
+              variables,
+            });
+            for (const rec of targets) {
+              if (!coll.record(rec.rid)) continue;
+              coll.delete(rec, wopts);
+              n++;
+            }
           });
-          for (const rec of targets) {
-            if (!coll.record(rec.rid)) continue;
-            coll.delete(rec, wopts);
-            n++;
-          }
-        });
     return writeReply({ n }, writeErrors);
   },
 };

@@ -3,14 +3,15 @@ import type { Document } from 'bson';
 import { queryCandidates } from '../../bson/paths';
 import { CommandError } from '../../errors';
 import { comparatorFor } from '../../storage/key-compare';
-import { queryDocuments } from '../../storage/query-exec';
+import { queryDocumentArray, queryDocuments } from '../../storage/query-exec';
 import type { CommandDefinition } from '../types';
 import { collectionName, optCollation, optDocument, optHint, optString } from './args';
-import { runOnView } from './pipeline';
+import { committedSnapshotDocuments, runOnView } from './pipeline';
 
 export const distinctCommand: CommandDefinition = {
   name: 'distinct',
   access: 'read',
+  readConcern: true,
   run(ctx) {
     const name = collectionName(ctx);
     const key = optString(ctx, 'key');
@@ -29,7 +30,12 @@ export const distinctCommand: CommandDefinition = {
       docs = runOnView(ctx, view, Object.keys(query).length ? [{ $match: query }] : [], collation);
     else {
       const coll = catalog.getCollection(ctx.db, name);
-      if (coll) docs = queryDocuments(coll, { filter: query, collation, hint });
+      if (coll) {
+        const snapshot = committedSnapshotDocuments(ctx, coll);
+        docs = snapshot
+          ? queryDocumentArray(snapshot, { filter: query, collation })
+          : queryDocuments(coll, { filter: query, collation, hint });
+      }
     }
     // Values equal under BSON comparison (1 and 1.0) collapse to the first one seen, with its type.
     const seen = new BTree<unknown, true>(undefined, comparatorFor(collation));

@@ -1,7 +1,8 @@
 import { Long, type Document } from 'bson';
 import { CommandError } from '../../errors';
 import { compileProjection } from '../../query/projection';
-import { queryDocuments } from '../../storage/query-exec';
+import { queryDocumentArray, queryDocuments, type QueryRequest } from '../../storage/query-exec';
+import { collectionGuard } from '../../cursors/collection-guard';
 import type { CommandDefinition } from '../types';
 import {
   collectionName,
@@ -12,8 +13,9 @@ import {
   optNonNegative,
   optNumber,
 } from './args';
+import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { cursorReply } from './cursor-reply';
-import { runOnView } from './pipeline';
+import { committedSnapshotDocuments, runOnViewForCursor } from './pipeline';
 
 function* mapDocs(docs: Iterable<Document>, fn: (d: Document) => Document): Generator<Document> {
   for (const d of docs) yield fn(d);
@@ -22,9 +24,11 @@ function* mapDocs(docs: Iterable<Document>, fn: (d: Document) => Document): Gene
 export const findCommand: CommandDefinition = {
   name: 'find',
   access: 'read',
+  readConcern: true,
   async run(ctx) {
     const name = collectionName(ctx);
     const ns = `${ctx.db}.${name}`;
+    const collectionUuid = optCollectionUuid(ctx);
     const filter = optDocument(ctx, 'filter') ?? {};
     const projection = optDocument(ctx, 'projection');
     const sort = optDocument(ctx, 'sort');
@@ -52,6 +56,7 @@ export const findCommand: CommandDefinition = {
       );
     }
     if (limit && batchSize && batchSize > limit) batchSize = limit;
+    if (collectionUuid) checkCollectionUuid(ctx, name, collectionUuid);
 
     const view = ctx.node.catalog.getView(ctx.db, name);
     if (view) {
@@ -61,8 +66,8 @@ export const findCommand: CommandDefinition = {
       if (skip) stages.push({ $skip: skip });
       if (limit) stages.push({ $limit: limit });
       if (projection && Object.keys(projection).length) stages.push({ $project: projection });
-      const docs = runOnView(ctx, view, stages, collation);
-      return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize, singleBatch });
+      const { docs, guard } = runOnViewForCursor(ctx, view, stages);
+      return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize, singleBatch, guard });
     }
 
     const coll = ctx.node.catalog.getCollection(ctx.db, name);
@@ -70,7 +75,7 @@ export const findCommand: CommandDefinition = {
       // mongod validates the hint only against an existing collection.
       return { cursor: { firstBatch: [], id: Long.ZERO, ns }, ok: 1 };
     }
-    let docs: Iterable<Document> = queryDocuments(coll, {
+    const request: QueryRequest = {
       filter,
       sort,
       skip,
@@ -80,11 +85,19 @@ export const findCommand: CommandDefinition = {
       max,
       collation,
       variables,
-    });
+    };
+    const snapshot = committedSnapshotDocuments(ctx, coll);
+    let docs: Iterable<Document> = snapshot
+      ? queryDocumentArray(snapshot, request)
+      : queryDocuments(coll, request);
     if (projection && Object.keys(projection).length)
       docs = mapDocs(docs, compileProjection(projection));
     const iterator = docs[Symbol.iterator]();
     // Planning errors (bad hint, bad filter) surface while the first batch is read, failing the command.
-    return cursorReply(ctx, ns, iterator, { batchSize, singleBatch });
+    return cursorReply(ctx, ns, iterator, {
+      batchSize,
+      singleBatch,
+      guard: collectionGuard(ctx.node.catalog, coll),
+    });
   },
 };

@@ -5,6 +5,7 @@ import { CommandError, type WriteErrorEntry } from '../../errors';
 import { prepareInsert } from '../../storage/collection';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, reqArray, typeOf, writeOptions } from './args';
+import { collectionUuidMismatch, optCollectionUuid } from './collection-uuid';
 
 export const insertCommand: CommandDefinition = {
   name: 'insert',
@@ -15,6 +16,7 @@ export const insertCommand: CommandDefinition = {
     const name = collectionName(ctx);
     const documents = reqArray(ctx, 'documents');
     const ordered = optBool(ctx, 'ordered') ?? true;
+    const collectionUuid = optCollectionUuid(ctx);
     documents.forEach((d, i) => {
       if (!isDocument(d)) {
         throw new CommandError(
@@ -28,7 +30,14 @@ export const insertCommand: CommandDefinition = {
     const opts = writeOptions(ctx);
     let n = 0;
     let writeErrors: WriteErrorEntry[] = [];
-    if (documents.length > 0) {
+    // mongod checks the UUID when it acquires the collection for each batch, before creating
+    // it: a mismatch is a write error (every document of an unordered insert gets one).
+    const mismatch = collectionUuid && collectionUuidMismatch(ctx, name, collectionUuid);
+    if (mismatch) {
+      writeErrors = runStatements(documents.length, ordered, () => {
+        throw mismatch;
+      });
+    } else if (documents.length > 0) {
       // Implicit creation comes first, so its `create` entry precedes the inserts in the oplog.
       const { coll } = catalog.ensureCollection(ctx.db, name, opts);
       writeErrors = runStatements(documents.length, ordered, (i) => {

@@ -1,7 +1,11 @@
 import type { Document } from 'bson';
 import { runPipeline } from '../../aggregate/pipeline';
 import type { ViewDefinition } from '../../storage/catalog';
+import type { Collection } from '../../storage/collection';
 import { CatalogPipelineEnv } from '../../storage/pipeline-env';
+import { documentsAtCommittedSnapshot } from '../../storage/snapshot-view';
+import { guardedAggregateInput } from '../../cursors/collection-guard';
+import { readsCommittedSnapshot } from '../../server/read-concern';
 import type { CommandContext } from '../types';
 import { writeOptions } from './args';
 
@@ -46,6 +50,19 @@ export function resolveView(
   return { base, pipeline, collation };
 }
 
+/**
+ * The documents a read command sees in `coll`: as of the majority-committed snapshot for
+ * readConcern majority/snapshot while that snapshot lags (see documentsAtCommittedSnapshot),
+ * otherwise undefined (read the live collection).
+ */
+export function committedSnapshotDocuments(
+  ctx: CommandContext,
+  coll: Collection,
+): Document[] | undefined {
+  if (!readsCommittedSnapshot(ctx.readConcern)) return undefined;
+  return documentsAtCommittedSnapshot(ctx.node.oplog, coll);
+}
+
 /** Runs `stages` on top of a view's pipeline over its base collection's documents. */
 export function runOnView(
   ctx: CommandContext,
@@ -54,7 +71,24 @@ export function runOnView(
   _collation?: Document,
   variables?: Record<string, unknown>,
 ): Iterable<Document> {
+  return runOnViewForCursor(ctx, view, stages, variables).docs;
+}
+
+/**
+ * runOnView for a cursor: also returns the getMore check of the base collection (a cursor over
+ * a view reads the base collection, so dropping or renaming that collection kills it).
+ */
+export function runOnViewForCursor(
+  ctx: CommandContext,
+  view: ViewDefinition,
+  stages: Document[],
+  variables?: Record<string, unknown>,
+): { docs: Iterable<Document>; guard?: () => void } {
   const { base, pipeline } = resolveView(ctx, view, stages);
   const env = pipelineEnv(ctx, view.name, variables);
-  return runPipeline(env.readCollection(ctx.db, base), pipeline, env);
+  const catalog = ctx.node.catalog;
+  const coll = catalog.getCollection(ctx.db, base);
+  const raw = (coll && committedSnapshotDocuments(ctx, coll)) ?? env.readCollection(ctx.db, base);
+  const { input, guard } = guardedAggregateInput(catalog, coll, raw, pipeline);
+  return { docs: runPipeline(input, pipeline, env), guard };
 }

@@ -1,6 +1,7 @@
 import type { Document } from 'bson';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, optDocument, reqArray, writeOptions } from './args';
+import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { parseUpdateStatement, performUpdate, runStatements, writeReply } from './write-ops';
 
 export const updateCommand: CommandDefinition = {
@@ -13,6 +14,7 @@ export const updateCommand: CommandDefinition = {
     const statements = reqArray(ctx, 'updates');
     const ordered = optBool(ctx, 'ordered') ?? true;
     const variables = optDocument(ctx, 'let');
+    const collectionUuid = optCollectionUuid(ctx);
     const specs = statements.map((s, i) => parseUpdateStatement(s, i));
     const catalog = ctx.node.catalog;
     catalog.assertNotView(ctx.db, name);
@@ -23,6 +25,8 @@ export const updateCommand: CommandDefinition = {
     const writeErrors = runStatements(specs.length, ordered, (i) => {
       const spec = specs[i];
       if (variables) spec.variables = { ...variables, ...(spec.variables ?? {}) };
+      // Checked per statement, before an upsert could create the collection.
+      if (collectionUuid) checkCollectionUuid(ctx, name, collectionUuid);
       let coll = catalog.getCollection(ctx.db, name);
       if (!coll) {
         // Nothing to match; only an upsert creates the collection.

@@ -1,5 +1,6 @@
 import { CommandError } from '../../errors';
 import { collectionName, optDocument, optNonNegative } from '../crud/args';
+import { rejectUnknownField } from '../crud/collection-uuid';
 import { cursorReply } from '../crud/cursor-reply';
 import type { CommandDefinition } from '../types';
 
@@ -8,6 +9,8 @@ export const listIndexesCommand: CommandDefinition = {
   access: 'read',
   run(ctx) {
     const name = collectionName(ctx);
+    // listIndexes' IDL is strict and has no collectionUUID (MongoDB 7.0).
+    rejectUnknownField(ctx, 'collectionUUID');
     const cursorOpts = optDocument(ctx, 'cursor') ?? {};
     const batchSize = optNonNegative(ctx, 'batchSize', cursorOpts, 'listIndexes.cursor');
     const catalog = ctx.node.catalog;
