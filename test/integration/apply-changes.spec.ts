@@ -1,5 +1,13 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
-import { ChangeApplier, type DdlNotice } from '@sync/engine/apply';
+import { ChangeApplier } from '@sync/engine/apply';
+import {
+  CatalogEventRouter,
+  JobSession,
+  silentLogger,
+  systemClock,
+  type JobRecord,
+} from '@sync/engine';
+import { MongoClusterDirectory } from '@sync/mongo/mongo-cluster-directory';
 import { MongoChangeFeed } from '@sync/mongo/change-feed';
 import { MongoChangeWriter } from '@sync/mongo/change-writer';
 import { MongoCheckpointStore } from '@sync/mongo/change-checkpoint-store';
@@ -82,15 +90,47 @@ describe('change application against emulated replica sets', () => {
     await db.collection<AnyDoc>('dropme').drop();
     const commitPoint = await clusterTime(src);
 
-    const notices: DdlNotice[] = [];
+    // An empty catalog listed at T0: every namespace comes from the events themselves.
+    const directory = new MongoClusterDirectory({ src: source.uri, dst: destination.uri }, 'test');
+    const job = {
+      _id: 'test',
+      request: { source: 'src', destination: 'dst', buildIndexes: 'beforeDataCopy' },
+      state: 'RUNNING',
+      phase: 'copied',
+      t0,
+      listedUntil: t0,
+      estimatedTotalBytes: 0,
+      namespaces: [],
+      nextPartitionSet: 1,
+      reversals: 0,
+    } as unknown as JobRecord;
+    const session = new JobSession(
+      job,
+      [],
+      directory.source('src'),
+      directory.destination('dst'),
+      directory.jobStore('dst'),
+      { source: 'src', destination: 'dst' },
+      systemClock,
+    );
+    const writer = new MongoChangeWriter(dst);
     const applier = new ChangeApplier({
       feed: new MongoChangeFeed(src, { maxAwaitTimeMS: 200 }),
-      writer: new MongoChangeWriter(dst),
+      writer,
       lookup: new MongoDocumentLookup(src),
       checkpoints: new MongoCheckpointStore(dst, 'changeEvents:test'),
-      selected: () => true,
+      router: new CatalogEventRouter({
+        session,
+        writer,
+        source: directory.source('src'),
+        selected: () => true,
+        buildIndexes: 'beforeDataCopy',
+        copyIn: async () => {
+          throw new Error('nothing enters the filter in this test');
+        },
+        logger: silentLogger,
+      }),
       startAtOperationTime: t0,
-      listener: { onDdl: async (n) => void notices.push(n) },
     });
     const ctrl = new AbortController();
     const running = applier.run(ctrl.signal);
@@ -109,9 +149,20 @@ describe('change application against emulated replica sets', () => {
     expect(names.sort()).toEqual(['items', 'renamed']);
     const indexes = await dst.db('shop').collection<AnyDoc>('items').listIndexes().toArray();
     expect(indexes.find((i) => i.name === 'sku_1')?.unique).toBeUndefined();
-    expect(notices).toContainEqual(expect.objectContaining({ kind: 'indexesRelaxed' }));
+    // The catalog follows by UUID: the renamed collection under its new name, dropped ones gone,
+    // the relaxed unique index recorded for commit — and the last DDL's position with it.
+    const catalog = session.job.namespaces.map((n) => `${n.database}.${n.collection}`).sort();
+    expect(catalog).toEqual(['shop.items', 'shop.renamed']);
+    const items = session.job.namespaces.find((n) => n.collection === 'items')!;
+    expect(items.relaxedIndexes.map((r) => r.name)).toEqual(['sku_1']);
+    expect(session.job.ddlApplied).toBeDefined();
+    const stored = await directory.jobStore('dst').load();
+    expect(stored!.job.namespaces.map((n) => n.key).sort()).toEqual(
+      session.job.namespaces.map((n) => n.key).sort(),
+    );
     expect(applier.lagSeconds(await clusterTime(src))).toBeLessThanOrEqual(1);
 
+    await directory.close();
     const saved = await new MongoCheckpointStore(dst, 'changeEvents:test').load();
     expect(saved?.resumeToken).toBeDefined();
   });

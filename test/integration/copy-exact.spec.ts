@@ -170,9 +170,14 @@ describe('copy (integration, emulated replica sets)', () => {
     const storedJob = await meta.collection<any>('jobs').findOne({});
     expect(storedJob).toMatchObject({ _id: 'worker', state: 'RUNNING', phase: 'copied' });
     expect(JSON.stringify(storedJob)).not.toMatch(/mongodb:\/\//);
+    const big = storedJob.namespaces.find(
+      (n: any) => n.database === 'beta' && n.collection === 'big',
+    );
+    expect(big).toMatchObject({ copy: 'done', type: 'collection' });
+    expect(big.key).toMatch(/^[0-9a-f]{32}$/); // identified by the source collection's UUID
     const parts = await meta
       .collection<any>('partitions')
-      .find({ database: 'beta', collection: 'big' })
+      .find({ key: big.key, set: big.partitionSet })
       .toArray();
     expect(parts.length).toBeGreaterThan(1);
     expect(parts.every((p) => p.status === 'done')).toBe(true);

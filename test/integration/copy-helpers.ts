@@ -44,11 +44,15 @@ export async function waitFor(
   predicate: () => boolean | Promise<boolean>,
   timeoutMs = 20_000,
   what = 'condition',
+  /** Describes the state at a timeout (e.g. the last progress snapshot). */
+  describe?: () => string,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${describe ? `; last: ${describe()}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -116,8 +116,12 @@ export async function crashableEngine(
   await job.initialize();
   return {
     job,
+    // Connections cut mid-flight (no graceful stop of what is in flight), then the engine is
+    // stopped: driver 6 reconnects a closed client on its next operation, so without the stop
+    // the "crashed" engine would go on beside its successor.
     crash: async () => {
       await directory.close().catch(() => undefined);
+      await job.close().catch(() => undefined);
     },
   };
 }
@@ -141,7 +145,12 @@ export async function writeError(run: () => Promise<unknown>): Promise<number | 
 }
 
 export async function commitAndWait(job: SyncJob): Promise<void> {
-  await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+  await waitFor(
+    () => job.progress().canCommit === true,
+    30_000,
+    'canCommit',
+    () => JSON.stringify(job.progress()),
+  );
   await job.commit();
   await waitFor(() => job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
 }

@@ -68,10 +68,8 @@ describe('crash safety and loud failures (authentication on)', () => {
     await seed(c, 1000);
     const first = await crashableEngine(c, {
       onCommitStep: async (step) => {
-        if (step === 'pointTaken') {
-          await first.crash();
-          throw new Error('simulated crash after the commit point');
-        }
+        // Nothing after this step runs: the engine dies right after persisting it.
+        if (step === 'pointTaken') throw new Error('simulated crash after the commit point');
       },
     });
     await first.job.start(request({ enableUserWriteBlocking: true }));
@@ -80,6 +78,7 @@ describe('crash safety and loud failures (authentication on)', () => {
     await first.job.commit();
     await first.job.idle().catch(() => undefined);
     expect(first.job.state).toBe('COMMITTING');
+    await first.crash();
     const second = await engineFor(c);
     jobs.push(second);
     expect(second.state).toBe('COMMITTING');

@@ -35,7 +35,11 @@ async function main(): Promise<void> {
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
 
-  const app = await NestFactory.create(WorkerModule.forRoot(config, logger, fatal), {
+  // A sync that cannot go on (or a persisted job made for other clusters) does not stop the
+  // process: the engine has logged it, and the API keeps answering progress with the named
+  // error, so an operator can read what went wrong. Only the process's own faults exit.
+  const syncFailed = (): void => undefined;
+  const app = await NestFactory.create(WorkerModule.forRoot(config, logger, syncFailed), {
     bodyParser: false,
     logger: new NestLoggerAdapter(logger),
   });

@@ -2,12 +2,19 @@ import type { Document } from 'bson';
 import {
   MongoBulkWriteError,
   MongoServerError,
+  MongoWriteConcernError,
   type AnyBulkWriteOperation,
   type Collection,
   type MongoClient,
   type WriteError,
 } from 'mongodb';
-import type { ChangeWriter, Namespace, WriteFailure, WriteOp } from '@sync/engine/apply';
+import {
+  DestinationWriteError,
+  type ChangeWriter,
+  type Namespace,
+  type WriteFailure,
+  type WriteOp,
+} from '@sync/engine/apply';
 
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
@@ -114,9 +121,12 @@ export class MongoChangeWriter implements ChangeWriter {
       });
       return [];
     } catch (error) {
+      // Checked first: per-op failures next to a write concern error must not hide it (the
+      // writes that "succeeded" are not known to be durable, so no checkpoint may pass them).
+      throwIfWriteConcernFailed(error, `${ns.db}.${ns.coll}`);
       if (!(error instanceof MongoBulkWriteError)) throw error;
       const list = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
-      if (list.length === 0) throw error; // e.g. a write concern error: not per-op
+      if (list.length === 0) throw error; // not per-op (e.g. a network error)
       return list.map((e: WriteError) => ({
         index: e.index,
         code: e.code,
@@ -180,6 +190,83 @@ export class MongoChangeWriter implements ChangeWriter {
       this.collections.set(key, coll);
     }
     return coll;
+  }
+}
+
+/**
+ * The destination acknowledged a write without satisfying the write concern (timeout, not
+ * enough data-bearing members, unsatisfiable concern...): the writes may have been applied but
+ * are not known to be durable, so nothing that depends on them (a checkpoint, a copied
+ * partition) may be recorded. Retryable: every write here is idempotent, so running it again
+ * once the destination is healthy is safe.
+ */
+export class WriteConcernFailedError extends DestinationWriteError {
+  constructor(
+    /** `db.coll` the write went to. */
+    readonly namespace: string,
+    /** The server's writeConcernError message. */
+    readonly serverMessage: string,
+    readonly code?: number,
+    readonly errInfo?: Document,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `write concern failed on ${namespace}: ${serverMessage}` +
+        (code !== undefined ? ` (code ${code})` : ''),
+      true,
+      options,
+    );
+  }
+}
+
+/**
+ * The write concern error a driver error carries, wherever driver 6.x puts it:
+ * - MongoWriteConcernError (single-command helpers): `result.writeConcernError`;
+ * - MongoBulkWriteError: `result.getWriteConcernError()` (the bulk result keeps it next to any
+ *   per-op writeErrors), `err` when built from a WriteConcernError, or `writeConcernError` /
+ *   `errorResponse.writeConcernError` copied from a failed command's reply.
+ */
+export function writeConcernErrorOf(
+  error: unknown,
+): { code?: number; message: string; errInfo?: Document } | undefined {
+  if (!(error instanceof MongoServerError)) return undefined;
+  const candidates: unknown[] = [];
+  if (error instanceof MongoWriteConcernError) {
+    candidates.push((error.result as Document | undefined)?.writeConcernError);
+  }
+  if (error instanceof MongoBulkWriteError) {
+    const result = error.result as { getWriteConcernError?: () => unknown } | undefined;
+    if (typeof result?.getWriteConcernError === 'function') {
+      candidates.push(result.getWriteConcernError());
+    }
+    candidates.push(error.err);
+  }
+  candidates.push(error.writeConcernError, (error.errorResponse as Document)?.writeConcernError);
+  for (const c of candidates) {
+    // Plain reply documents, or the driver's WriteConcernError (a type-only export whose
+    // code/errmsg/errInfo are getters).
+    if (c && typeof c === 'object') {
+      const d = c as { code?: unknown; errmsg?: unknown; message?: unknown; errInfo?: unknown };
+      const code = typeof d.code === 'number' ? d.code : undefined;
+      const message =
+        typeof d.errmsg === 'string'
+          ? d.errmsg
+          : typeof d.message === 'string'
+            ? d.message
+            : 'write concern error';
+      return { code, message, errInfo: d.errInfo as Document | undefined };
+    }
+  }
+  return undefined;
+}
+
+/** Throws WriteConcernFailedError when `error` carries a write concern error. */
+export function throwIfWriteConcernFailed(error: unknown, namespace: string): void {
+  const wce = writeConcernErrorOf(error);
+  if (wce) {
+    throw new WriteConcernFailedError(namespace, wce.message, wce.code, wce.errInfo, {
+      cause: error,
+    });
   }
 }
 

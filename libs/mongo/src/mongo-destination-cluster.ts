@@ -7,6 +7,7 @@ import type {
 import type { Document, Timestamp } from 'bson';
 import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
+import { throwIfWriteConcernFailed } from './change-writer';
 import { EXACT_BSON } from './exact-bson';
 
 const DUPLICATE_KEY = 11000;
@@ -86,9 +87,21 @@ export class MongoDestinationCluster implements DestinationCluster {
     await this.client.db(database).command({ collMod: collection, index: { ...change } });
   }
 
+  async dropIndex(database: string, collection: string, name: string): Promise<void> {
+    try {
+      await this.client.db(database).command({ dropIndexes: collection, index: name });
+    } catch (error) {
+      // NamespaceNotFound, IndexNotFound: already gone.
+      if (error instanceof MongoServerError && [26, 27].includes(Number(error.code))) return;
+      throw error;
+    }
+  }
+
   /**
    * Unordered insertMany bypassing validation. Duplicate keys (11000) are documents an earlier
-   * attempt already copied; any other write error, or a write concern error, is thrown.
+   * attempt already copied; any other write error throws, and so does a write concern error —
+   * also when it arrives next to duplicate keys (WriteConcernFailedError): the inserted
+   * documents are then not known to be durable, so the partition must not be marked copied.
    */
   async insertUnordered(
     database: string,
@@ -103,21 +116,17 @@ export class MongoDestinationCluster implements DestinationCluster {
         .insertMany(documents, { ordered: false, bypassDocumentValidation: true });
       return { inserted: result.insertedCount, duplicates: 0 };
     } catch (error) {
-      if (
-        error instanceof MongoBulkWriteError &&
-        !error.writeConcernError &&
-        !hasWriteConcernErrors(error)
-      ) {
-        const errors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
-        const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
-        if (others.length === 0)
-          return { inserted: error.insertedCount, duplicates: errors.length };
-        const first = others[0]!;
-        throw new Error(
-          `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
-        );
-      }
-      throw error;
+      throwIfWriteConcernFailed(error, `${database}.${collection}`);
+      if (!(error instanceof MongoBulkWriteError)) throw error;
+      const errors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+      // No per-op error: the whole command failed (network, not primary...). Not a success.
+      if (errors.length === 0) throw error;
+      const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
+      if (others.length === 0) return { inserted: error.insertedCount, duplicates: errors.length };
+      const first = others[0]!;
+      throw new Error(
+        `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
+      );
     }
   }
 
@@ -133,11 +142,4 @@ export class MongoDestinationCluster implements DestinationCluster {
       throw error;
     }
   }
-}
-
-function hasWriteConcernErrors(error: MongoBulkWriteError): boolean {
-  const result = error.result as unknown as { getWriteConcernError?: () => unknown } | undefined;
-  return (
-    typeof result?.getWriteConcernError === 'function' && Boolean(result.getWriteConcernError())
-  );
 }

@@ -1,19 +1,22 @@
 import {
   INTERNAL_DATABASE,
+  partitionVisible,
   type JobRecord,
   type JobStore,
   type NamespaceRecord,
   type PartitionRecord,
   type PersistedJob,
 } from '@sync/engine';
-import type { Document } from 'bson';
+import { BSON, type Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import { EXACT_BSON, toNumber } from './exact-bson';
 
 /**
  * JobStore in `sync_reserved_for_internal_use` on the cluster that is the job's destination.
- * Namespace options/indexes and partition bounds are read with EXACT_BSON (a promoted Int64 or
- * Binary bound would move a partition edge); the few plain counters are normalised to numbers.
+ * The job document (catalog included) and partition bounds are read with EXACT_BSON (a promoted
+ * Int64 or Binary bound would move a partition edge, a promoted index option would change an
+ * index); the plain counters are normalised to numbers and the start request is promoted as the
+ * API decoded it. Every method is one write, or writes invisible until the next `saveJob`.
  */
 export class MongoJobStore implements JobStore {
   constructor(
@@ -21,40 +24,35 @@ export class MongoJobStore implements JobStore {
     private readonly syncID: string,
   ) {}
 
-  private collection(name: 'jobs' | 'namespaces' | 'partitions'): Collection<Document> {
+  private collection(name: 'jobs' | 'partitions'): Collection<Document> {
     return this.client.db(INTERNAL_DATABASE).collection(name);
   }
 
   async load(): Promise<PersistedJob | null> {
-    const job = await this.collection('jobs').findOne({ _id: this.syncID as never });
-    if (!job) return null;
-    const namespaces = await this.collection('namespaces')
+    const raw = await this.collection('jobs').findOne({ _id: this.syncID as never }, EXACT_BSON);
+    if (!raw) return null;
+    const job = normaliseJob(raw);
+    const all = await this.collection('partitions')
       .find({ syncID: this.syncID }, EXACT_BSON)
+      .sort({ key: 1, set: 1, index: 1 })
       .toArray();
-    const partitions = await this.collection('partitions')
-      .find({ syncID: this.syncID }, EXACT_BSON)
-      .sort({ database: 1, collection: 1, index: 1 })
-      .toArray();
-    return {
-      job: job as unknown as JobRecord,
-      namespaces: namespaces.map(
-        (n) =>
-          ({
-            ...n,
-            estimatedBytes: toNumber(n.estimatedBytes),
-            estimatedCount: toNumber(n.estimatedCount),
-          }) as unknown as NamespaceRecord,
-      ),
-      partitions: partitions.map(
-        (p) =>
-          ({
-            ...p,
-            index: toNumber(p.index),
-            copiedBytes: toNumber(p.copiedBytes),
-            copiedDocuments: toNumber(p.copiedDocuments),
-          }) as unknown as PartitionRecord,
-      ),
-    };
+    const partitions: PartitionRecord[] = [];
+    const garbage: unknown[] = [];
+    for (const doc of all) {
+      const p = {
+        ...doc,
+        set: toNumber(doc.set),
+        index: toNumber(doc.index),
+        copiedBytes: toNumber(doc.copiedBytes),
+        copiedDocuments: toNumber(doc.copiedDocuments),
+      } as unknown as PartitionRecord;
+      if (partitionVisible(job, p)) partitions.push(p);
+      else garbage.push(doc._id);
+    }
+    if (garbage.length > 0) {
+      await this.collection('partitions').deleteMany({ _id: { $in: garbage as never[] } });
+    }
+    return { job, partitions };
   }
 
   async saveJob(job: JobRecord): Promise<void> {
@@ -65,34 +63,17 @@ export class MongoJobStore implements JobStore {
     );
   }
 
-  async saveNamespaces(namespaces: NamespaceRecord[]): Promise<void> {
-    if (namespaces.length === 0) return;
-    await this.collection('namespaces').bulkWrite(
-      namespaces.map((ns) => ({
-        replaceOne: {
-          filter: { _id: ns._id as never },
-          replacement: ns as unknown as Document,
-          upsert: true,
-        },
-      })),
-      { ordered: false },
-    );
-  }
-
-  async deleteNamespaces(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.collection('namespaces').deleteMany({ _id: { $in: ids as never[] } });
-  }
-
-  /** Replaces the job's whole partition set (a re-run of partitioning must not leave stale ranges). */
-  async savePartitions(partitions: PartitionRecord[]): Promise<void> {
-    await this.collection('partitions').deleteMany({ syncID: this.syncID });
+  async addPartitions(partitions: PartitionRecord[]): Promise<void> {
     for (let i = 0; i < partitions.length; i += 1000) {
-      await this.collection('partitions').insertMany(
-        partitions.slice(i, i + 1000) as unknown as Document[],
-        {
-          ordered: false,
-        },
+      await this.collection('partitions').bulkWrite(
+        partitions.slice(i, i + 1000).map((p) => ({
+          replaceOne: {
+            filter: { _id: p._id as never },
+            replacement: p as unknown as Document,
+            upsert: true,
+          },
+        })),
+        { ordered: false },
       );
     }
   }
@@ -103,4 +84,29 @@ export class MongoJobStore implements JobStore {
       { $set: { status: 'done', copiedBytes, copiedDocuments } },
     );
   }
+
+  /** The job document first: without it the partitions are garbage whatever happens next. */
+  async deleteJob(): Promise<void> {
+    await this.collection('jobs').deleteOne({ _id: this.syncID as never });
+    await this.collection('partitions').deleteMany({ syncID: this.syncID });
+  }
+}
+
+function normaliseJob(raw: Document): JobRecord {
+  const job = raw as unknown as JobRecord;
+  // The request is API input (plain JSON numbers): decode it the way the API did.
+  job.request = BSON.deserialize(BSON.serialize(raw.request as Document)) as JobRecord['request'];
+  job.estimatedTotalBytes = toNumber(raw.estimatedTotalBytes);
+  job.nextPartitionSet = toNumber(raw.nextPartitionSet);
+  job.reversals = toNumber(raw.reversals);
+  job.namespaces = ((raw.namespaces as Document[] | undefined) ?? []).map(
+    (n) =>
+      ({
+        ...n,
+        estimatedBytes: toNumber(n.estimatedBytes),
+        estimatedCount: toNumber(n.estimatedCount),
+        ...(n.partitionSet !== undefined ? { partitionSet: toNumber(n.partitionSet) } : {}),
+      }) as unknown as NamespaceRecord,
+  );
+  return job;
 }

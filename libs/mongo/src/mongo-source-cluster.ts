@@ -1,12 +1,19 @@
-import type {
-  ClusterDescription,
-  CollectionInfo,
-  DocumentBatch,
-  ReadOptions,
-  SourceCluster,
+import {
+  SourceNamespaceChangedError,
+  uuidHex,
+  type ClusterDescription,
+  type CollectionInfo,
+  type DocumentBatch,
+  type ReadOptions,
+  type SourceCluster,
 } from '@sync/engine';
-import { BSON, Timestamp, type Document } from 'bson';
-import type { FindOptions, MongoClient } from 'mongodb';
+import { Binary, BSON, Timestamp, type Document } from 'bson';
+import { MongoServerError, type ClientSession, type FindOptions, type MongoClient } from 'mongodb';
+
+/** CollectionUUIDMismatch, NamespaceNotFound, QueryPlanKilled (drop/rename killed the cursor). */
+const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
+/** Wire version of MongoDB 6.0, the first to accept `collectionUUID` on find. */
+const WIRE_VERSION_6_0 = 17;
 import { inspectCluster } from './cluster-inspector';
 import { EXACT_BSON, toNumber } from './exact-bson';
 
@@ -55,12 +62,16 @@ export class MongoSourceCluster implements SourceCluster {
       .db(database)
       .listCollections({}, { ...EXACT_BSON, nameOnly: false })
       .toArray();
-    return infos.map((info) => ({
-      name: info.name,
-      type:
-        info.type === 'view' ? 'view' : info.type === 'timeseries' ? 'timeseries' : 'collection',
-      options: (info as { options?: Document }).options ?? {},
-    }));
+    return infos.map((info) => {
+      const uuid = uuidHex((info as { info?: { uuid?: unknown } }).info?.uuid);
+      return {
+        name: info.name,
+        type:
+          info.type === 'view' ? 'view' : info.type === 'timeseries' ? 'timeseries' : 'collection',
+        options: (info as { options?: Document }).options ?? {},
+        ...(uuid !== undefined && info.type !== 'view' ? { uuid } : {}),
+      };
+    });
   }
 
   async listIndexes(database: string, collection: string): Promise<Document[]> {
@@ -113,13 +124,27 @@ export class MongoSourceCluster implements SourceCluster {
     collection: string,
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
-    const find: FindOptions = { raw: true, batchSize: options.batchSize };
+    const find: FindOptions & { collectionUUID?: Binary } = {
+      raw: true,
+      batchSize: options.batchSize,
+    };
     if (options.range === 'natural') {
       find.hint = { $natural: 1 };
     } else {
       find.hint = { _id: 1 };
       if ('min' in options.range) find.min = { _id: options.range.min };
       if ('max' in options.range) find.max = { _id: options.range.max };
+    }
+    if (options.uuid !== undefined && (await this.supportsCollectionUUID())) {
+      find.collectionUUID = new Binary(Buffer.from(options.uuid, 'hex'), Binary.SUBTYPE_UUID);
+    }
+    let session: ClientSession | undefined;
+    if (options.afterClusterTime) {
+      // Majority reads (the client's read concern) causally after T0: a write acknowledged
+      // before T0 is waited for even if it was not majority-committed yet.
+      session = this.client.startSession({ causalConsistency: true });
+      session.advanceOperationTime(options.afterClusterTime);
+      find.session = session;
     }
     const cursor = this.client.db(database).collection(collection).find({}, find);
     const maxBytes = options.maxBatchBytes ?? Infinity;
@@ -141,8 +166,32 @@ export class MongoSourceCluster implements SourceCluster {
         }
       }
       if (documents.length > 0) yield { documents, sizes, bytes };
+    } catch (error) {
+      if (error instanceof MongoServerError && NAMESPACE_CHANGED_CODES.has(Number(error.code))) {
+        throw new SourceNamespaceChangedError(
+          `${database}.${collection}`,
+          `the source collection ${database}.${collection} changed while it was read: ${error.message}`,
+          { cause: error },
+        );
+      }
+      throw error;
     } finally {
       await cursor.close().catch(() => undefined);
+      await session?.endSession().catch(() => undefined);
     }
+  }
+
+  private uuidSupport: Promise<boolean> | null = null;
+
+  private supportsCollectionUUID(): Promise<boolean> {
+    this.uuidSupport ??= this.client
+      .db('admin')
+      .command({ hello: 1 })
+      .then((reply) => Number(reply.maxWireVersion ?? 0) >= WIRE_VERSION_6_0)
+      .catch(() => {
+        this.uuidSupport = null;
+        return false;
+      });
+    return this.uuidSupport;
   }
 }

@@ -1,6 +1,5 @@
 import { ChangeApplier, type ChangeApplierOptions } from './change-applier';
 import { HistoryLostError } from './errors';
-import type { DdlNotice } from './ports';
 import {
   batch,
   crud,
@@ -9,29 +8,33 @@ import {
   FakeFeed,
   FakeLookup,
   FakeWriter,
+  NameRouter,
   historyLost,
   tokenAt,
   ts,
 } from './testing-fakes.spec-helper';
 
-function setup(feed: FakeFeed, extra: Partial<ChangeApplierOptions> = {}) {
+function setup(
+  feed: FakeFeed,
+  extra: Partial<ChangeApplierOptions> = {},
+  selected: (db: string, coll: string) => boolean = () => true,
+) {
   const writer = new FakeWriter();
   const checkpoints = new FakeCheckpoints();
   const lookup = new FakeLookup();
-  const notices: DdlNotice[] = [];
+  const router = new NameRouter(selected, writer);
   const applier = new ChangeApplier({
     feed,
     writer,
     lookup,
     checkpoints,
-    selected: () => true,
+    router,
     startAtOperationTime: ts(100),
     lanes: 4,
     checkpointIntervalMs: 0,
-    listener: { onDdl: async (n) => void notices.push(n) },
     ...extra,
   });
-  return { applier, writer, checkpoints, lookup, notices };
+  return { applier, writer, checkpoints, lookup, router };
 }
 
 async function runUntil(applier: ChangeApplier, done: () => boolean, timeoutMs = 3000) {
@@ -39,7 +42,11 @@ async function runUntil(applier: ChangeApplier, done: () => boolean, timeoutMs =
   const running = applier.run(ctrl.signal);
   const started = Date.now();
   while (!done()) {
-    if (Date.now() - started > timeoutMs) break;
+    if (Date.now() - started > timeoutMs) {
+      ctrl.abort();
+      await running.catch(() => undefined);
+      throw new Error(`runUntil: condition not reached in ${timeoutMs} ms`);
+    }
     await new Promise((r) => setTimeout(r, 5));
   }
   ctrl.abort();
@@ -97,7 +104,7 @@ describe('ChangeApplier', () => {
     const { applier, writer } = setup(feed);
     writer.delayFor = () => 30;
     await runUntil(applier, () => applier.stats().totalEventsApplied === 5);
-    const dropAt = writer.log.indexOf('drop:d.c');
+    const dropAt = writer.log.indexOf('ddl:drop');
     expect(writer.log.slice(0, dropAt).sort()).toEqual([
       'replace:d.c|1',
       'replace:d.c|2',
@@ -166,31 +173,20 @@ describe('ChangeApplier', () => {
     expect(writer.docs.get('d.c|7')).toEqual({ _id: 7, a: 'current' });
   });
 
-  it('reports relaxed indexes to the listener before moving on', async () => {
+  it('hands DDL to the router behind a barrier: earlier writes land first, later ones after', async () => {
     const feed = new FakeFeed([
       batch([
-        ddlEvent('createIndexes', 101, {
+        crud('insert', 1, 101, { v: 1 }),
+        ddlEvent('createIndexes', 102, {
           operationDescription: { indexes: [{ v: 2, key: { a: 1 }, name: 'a_1', unique: true }] },
         }),
+        crud('insert', 2, 103, { v: 1 }),
       ]),
     ]);
-    const { applier, notices, writer } = setup(feed);
-    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
-    expect(writer.log).toEqual(['createIndexes:a_1']);
-    expect(notices).toEqual([
-      {
-        kind: 'indexesRelaxed',
-        ns: { db: 'd', coll: 'c' },
-        relaxed: [expect.objectContaining({ name: 'a_1', relaxedUnique: true })],
-      },
-    ]);
-  });
-
-  it('dropDatabase drops only the selected collections left on the destination', async () => {
-    const feed = new FakeFeed([batch([ddlEvent('dropDatabase', 101, { ns: { db: 'd' } })])]);
-    const { applier, writer } = setup(feed, { selected: (_db, coll) => coll === 'c' });
-    await runUntil(applier, () => applier.stats().totalEventsApplied === 1);
-    expect(writer.log).toEqual(['drop:d.c']);
+    const { applier, writer, router } = setup(feed);
+    await runUntil(applier, () => applier.stats().totalEventsApplied === 3);
+    expect(router.ddl.map((e) => e.operationType)).toEqual(['createIndexes']);
+    expect(writer.log).toEqual(['replace:d.c|1', 'ddl:createIndexes', 'replace:d.c|2']);
   });
 
   it('waitUntilApplied resolves once the commit point is applied and saved', async () => {
@@ -213,7 +209,7 @@ describe('ChangeApplier', () => {
 
   it('ignores events outside the filter but still moves the checkpoint', async () => {
     const feed = new FakeFeed([batch([crud('insert', 1, 101, {}, 'skip')], 110)]);
-    const { applier, writer, checkpoints } = setup(feed, { selected: (_d, c) => c !== 'skip' });
+    const { applier, writer, checkpoints } = setup(feed, {}, (_d, c) => c !== 'skip');
     await runUntil(applier, () => checkpoints.saved.length > 0);
     expect(writer.bulks).toEqual([]);
     expect(applier.stats().ignoredEvents).toBe(1);

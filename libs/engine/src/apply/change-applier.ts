@@ -2,17 +2,16 @@ import type { Timestamp } from 'bson';
 import type { ChangeEvent } from './change-event';
 import { CheckpointTracker, type StreamPosition } from './checkpoint-tracker';
 import { lagSeconds } from './commit-readiness';
-import { executeDdl } from './ddl-executor';
-import { ApplyError } from './errors';
+import { DDL_OPERATION_TYPES } from './ddl-event';
+import { ApplyError, ChangeStreamInvalidatedError, UnsupportedEventError } from './errors';
 import { laneOf } from './lane-router';
 import type {
-  ApplyListener,
   ChangeFeed,
   ChangeFeedCursor,
   ChangeWriter,
   CheckpointStore,
   DocumentLookup,
-  NamespacePredicate,
+  EventRouter,
   StartPoint,
 } from './ports';
 import { resumeTokenTime } from './resume-token';
@@ -25,11 +24,10 @@ export interface ChangeApplierOptions {
   writer: ChangeWriter;
   lookup: DocumentLookup;
   checkpoints: CheckpointStore;
-  /** The copy engine's namespace filter. */
-  selected: NamespacePredicate;
+  /** Routes document events by collection UUID and applies DDL (exactly once) with its metadata. */
+  router: EventRouter;
   /** T0: the source cluster time read before the copy; used when no checkpoint exists yet. */
   startAtOperationTime: Timestamp;
-  listener?: ApplyListener;
   /** Parallel write lanes (default 8: destination round trips dominate, not CPU). */
   lanes?: number;
   /** Persist the resume point at least this often while it moves (default 1000 ms)... */
@@ -188,38 +186,55 @@ export class ChangeApplier {
 
   /** Returns a promise only for DDL (a barrier); document events are dispatched synchronously. */
   private dispatch(event: ChangeEvent, position: StreamPosition): Promise<void> | undefined {
+    const type = event.operationType;
+    try {
+      if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
+      if (type === 'reshardCollection' || type === 'refineCollectionShardKey') {
+        throw new UnsupportedEventError(
+          type,
+          `${type} on the source is not supported during a sync`,
+        );
+      }
+    } catch (error) {
+      this.fail(locate(error, event, position));
+      return undefined;
+    }
+    if (DDL_OPERATION_TYPES.has(type)) {
+      return (async () => {
+        await this.drainLanes();
+        const seq = this.tracker.add(position);
+        await this.options.router.applyDdl(event, position);
+        this.applied([seq], position.clusterTime);
+      })().catch((error) => this.fail(locate(error, event, position)));
+    }
     let translation;
     try {
-      translation = translateEvent(event, this.options.selected, this.options.translation);
+      const route = this.options.router.route(event);
+      if ('ignore' in route) {
+        translation = { kind: 'ignore' as const, reason: route.ignore };
+      } else {
+        translation = translateEvent(
+          { ...event, ns: route.ns },
+          () => true,
+          this.options.translation,
+          route.key,
+        );
+      }
     } catch (error) {
-      this.fail(error);
+      this.fail(locate(error, event, position));
       return undefined;
     }
     if (translation.kind === 'ignore') {
       this.ignored += 1;
       this.tracker.addDone(position);
-      this.options.listener?.onIgnored?.(event, translation.reason);
       return undefined;
     }
     if (translation.kind === 'document') {
       const seq = this.tracker.add(position);
       const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];
       lane.push(translation.write, seq);
-      return undefined;
     }
-    const actions = translation.actions;
-    return (async () => {
-      await this.drainLanes();
-      const seq = this.tracker.add(position);
-      for (const action of actions) {
-        await executeDdl(action, {
-          writer: this.options.writer,
-          selected: this.options.selected,
-          listener: this.options.listener,
-        });
-      }
-      this.applied([seq], position.clusterTime);
-    })().catch((error) => this.fail(error));
+    return undefined;
   }
 
   private newLane(): WriteLane {
@@ -299,6 +314,22 @@ export class ChangeApplier {
       signal?.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/**
+ * Names where a failure happened (the event's namespace and cluster time) on the error itself,
+ * so progress and the persisted failure can say it without changing the error's class.
+ */
+function locate(error: unknown, event: ChangeEvent, position: StreamPosition): unknown {
+  if (error instanceof Error) {
+    const located = error as Error & { namespace?: string; eventTime?: Timestamp };
+    if (located.namespace === undefined && event.ns?.db !== undefined) {
+      located.namespace =
+        event.ns.coll !== undefined ? `${event.ns.db}.${event.ns.coll}` : event.ns.db;
+    }
+    located.eventTime ??= position.clusterTime;
+  }
+  return error;
 }
 
 function positionOf(event: ChangeEvent): StreamPosition {

@@ -1,7 +1,5 @@
 import type { Document, Timestamp } from 'bson';
 import type { ChangeEvent, Namespace } from './change-event';
-import type { RelaxedIndex } from '../ports/job-store';
-import type { IndexOptionChange } from './ddl-event';
 
 /** Opaque resume token (the `_id` of an event, or a postBatchResumeToken). */
 export type ResumeToken = Document;
@@ -106,42 +104,24 @@ export interface CheckpointStore {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Notifications to the rest of the engine
+// Routing and DDL (the job's namespace catalog)
 // ---------------------------------------------------------------------------------------------
 
+/** Where a document event is applied, or why it is not. */
+export type EventRoute = { ns: Namespace; key: string } | { ignore: string };
+
 /**
- * What the applier tells the state machine / copy engine after applying a DDL. Awaited inside
- * the DDL barrier, BEFORE the checkpoint may move past the event, so whatever the listener
- * persists (e.g. index restorations for commit) is never behind the resume point.
+ * The job's namespace catalog as change application sees it. Document events are routed by the
+ * collection UUID they carry, not by their name, so events of an old collection never land in
+ * a new one of the same name; DDL events are applied by the router, which records their
+ * position in the same job write as their effect on the catalog (exactly once).
  */
-export type DdlNotice =
-  | { kind: 'created'; ns: Namespace }
-  | { kind: 'dropped'; ns: Namespace }
-  | { kind: 'renamed'; from: Namespace; to: Namespace }
-  /** Renamed from outside the filter into it: the collection must be copied from the source. */
-  | { kind: 'needsCopy'; ns: Namespace }
-  /** Indexes built relaxed (as before the copy); add them to the restore-at-commit list. */
-  | { kind: 'indexesRelaxed'; ns: Namespace; relaxed: RelaxedIndex[] }
-  /** The source changed options of an index the destination keeps relaxed; update the record. */
-  | { kind: 'indexChanged'; ns: Namespace; index: IndexOptionChange }
-  | { kind: 'indexesDropped'; ns: Namespace; names: string[] };
-
-/** Namespaces a DDL is about to change on the destination (`coll` absent: the whole database). */
-export interface DdlScope {
-  db: string;
-  coll?: string;
-}
-
-export interface ApplyListener {
-  /**
-   * Called before a DDL that drops, renames or re-creates namespaces runs on the destination,
-   * with every namespace it touches; `afterDdl` follows (also when the DDL failed). Lets the
-   * copy engine stop writing into those namespaces first (an insert landing after a drop would
-   * silently re-create the collection).
-   */
-  beforeDdl?(scopes: DdlScope[]): Promise<void>;
-  afterDdl?(scopes: DdlScope[]): Promise<void>;
-  onDdl?(notice: DdlNotice): Promise<void>;
-  /** Called once per event the translator decided not to apply (filter, system...). */
-  onIgnored?(event: ChangeEvent, reason: string): void;
+export interface EventRouter {
+  /** Throws a named error for an event of a selected namespace the catalog cannot place. */
+  route(event: ChangeEvent): EventRoute;
+  /** Called behind a barrier (every earlier document event is on the destination). */
+  applyDdl(
+    event: ChangeEvent,
+    position: { token: ResumeToken; clusterTime?: Timestamp },
+  ): Promise<void>;
 }

@@ -1,7 +1,10 @@
 import { Timestamp, type Document } from 'bson';
+import { isSyncedNamespace } from './namespace-rules';
 import type { ChangeEvent, Namespace } from './change-event';
 import { HistoryLostError } from './errors';
 import type {
+  EventRoute,
+  EventRouter,
   ChangeFeed,
   ChangeFeedBatch,
   ChangeWriter,
@@ -159,5 +162,28 @@ export class FakeLookup implements DocumentLookup {
   async findByKey(ns: Namespace, key: Document) {
     this.calls += 1;
     return this.source.get(`${ns.db}.${ns.coll}|${JSON.stringify(key._id)}`) ?? null;
+  }
+}
+
+/**
+ * A router by name (no catalog): document events go to their own namespace when `selected`;
+ * DDL events are recorded, and their time is logged in the writer's log order.
+ */
+export class NameRouter implements EventRouter {
+  ddl: ChangeEvent[] = [];
+  constructor(
+    private readonly selected: (db: string, coll: string) => boolean = () => true,
+    private readonly writer?: FakeWriter,
+  ) {}
+  route(event: ChangeEvent): EventRoute {
+    const db = event.ns?.db;
+    const coll = event.ns?.coll;
+    if (db === undefined || coll === undefined) return { ignore: 'no-namespace' };
+    if (!isSyncedNamespace(db, coll, this.selected)) return { ignore: 'not-selected' };
+    return { ns: { db, coll }, key: `${db}.${coll}` };
+  }
+  async applyDdl(event: ChangeEvent): Promise<void> {
+    this.ddl.push(event);
+    this.writer?.log.push(`ddl:${event.operationType}`);
   }
 }

@@ -30,6 +30,8 @@ export function translateEvent(
   event: ChangeEvent,
   selected: NamespacePredicate,
   options: TranslationOptions = {},
+  /** Stable identity of the collection (its UUID) for lane routing; default: the namespace. */
+  collectionKey?: string,
 ): Translation {
   const type = event.operationType;
   if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
@@ -69,7 +71,10 @@ export function translateEvent(
     kind: 'document',
     write: {
       ns: { db, coll },
-      identity: documentIdentity(db, coll, documentKey),
+      identity:
+        collectionKey !== undefined
+          ? documentIdentity(collectionKey, '', documentKey)
+          : documentIdentity(db, coll, documentKey),
       steps,
       supersedes: last !== undefined && last.kind !== 'update',
     },

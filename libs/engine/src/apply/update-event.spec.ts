@@ -4,7 +4,13 @@ import { translateUpdate } from './update-event';
 
 const key = { _id: new Int32(7) };
 
+/** An update as a 6.1+ source sends it with showExpandedEvents: disambiguatedPaths always set. */
 function update(desc: UpdateDescription): ChangeEvent {
+  return legacyUpdate({ disambiguatedPaths: {}, ...desc });
+}
+
+/** An update as the description arrives: without disambiguatedPaths unless `desc` has it. */
+function legacyUpdate(desc: UpdateDescription): ChangeEvent {
   return {
     _id: { _data: '82' },
     operationType: 'update',
@@ -13,6 +19,8 @@ function update(desc: UpdateDescription): ChangeEvent {
     updateDescription: desc,
   };
 }
+
+const lookup = [{ kind: 'lookup', documentKey: key }];
 
 describe('translateUpdate', () => {
   it('turns updatedFields into $set on dotted paths, keeping the exact BSON values', () => {
@@ -113,6 +121,84 @@ describe('translateUpdate', () => {
       translateUpdate(update({ updatedFields: { b: 1, a: 1 } }), { strictFieldOrder: false })[0]
         .kind,
     ).toBe('update');
+  });
+
+  describe('without disambiguatedPaths (sources before 6.1, or no showExpandedEvents)', () => {
+    it('falls back to a lookup for a top-level field named "a.b" (nested $set would be wrong)', () => {
+      // Source document {_id: 7, "a.b": 1} updated with $set {"a.b": 2} via a pipeline or a
+      // replacement diff: reported exactly like a nested a.b.
+      expect(translateUpdate(legacyUpdate({ updatedFields: { 'a.b': 2 } }))).toEqual(lookup);
+    });
+
+    it('falls back to a lookup for a nested a.b too (it cannot be told apart)', () => {
+      expect(
+        translateUpdate(legacyUpdate({ updatedFields: { x: 1 }, removedFields: ['a.b'] })),
+      ).toEqual(lookup);
+    });
+
+    it('falls back to a lookup for numeric components (array index or field name?)', () => {
+      expect(translateUpdate(legacyUpdate({ updatedFields: { 'arr.0': 1 } }))).toEqual(lookup);
+      expect(translateUpdate(legacyUpdate({ updatedFields: { 'a.0.b': 1 } }))).toEqual(lookup);
+      expect(
+        translateUpdate(legacyUpdate({ truncatedArrays: [{ field: 'a.0.arr', newSize: 1 }] })),
+      ).toEqual(lookup);
+    });
+
+    it('still writes top-level paths, numeric names included', () => {
+      expect(
+        translateUpdate(legacyUpdate({ updatedFields: { '0': 1, a: 2 }, removedFields: ['b'] })),
+      ).toEqual([
+        { kind: 'update', filter: key, update: { $set: { '0': 1, a: 2 }, $unset: { b: '' } } },
+      ]);
+      expect(
+        translateUpdate(legacyUpdate({ truncatedArrays: [{ field: 'arr', newSize: 1 }] })),
+      ).toEqual([
+        { kind: 'update', filter: key, update: { $push: { arr: { $each: [], $slice: 1 } } } },
+      ]);
+    });
+
+    it('treats a null disambiguatedPaths like an absent one', () => {
+      const event = legacyUpdate({ updatedFields: { 'a.b': 1 } });
+      event.updateDescription!.disambiguatedPaths = null as never;
+      expect(translateUpdate(event)).toEqual(lookup);
+    });
+
+    it('replays dotted paths when the source is known to send disambiguatedPaths', () => {
+      const options = { sourceDisambiguates: true };
+      expect(translateUpdate(legacyUpdate({ updatedFields: { 'a.b': 2 } }), options)).toEqual([
+        { kind: 'update', filter: key, update: { $set: { 'a.b': 2 } } },
+      ]);
+      expect(
+        translateUpdate(legacyUpdate({ updatedFields: { 'arr.0': 1 } }), options)[0].kind,
+      ).toBe('update');
+    });
+  });
+
+  describe('with disambiguatedPaths (unchanged behaviour)', () => {
+    it('replays a nested a.b when the map does not list it', () => {
+      expect(translateUpdate(update({ updatedFields: { 'a.b': 2 } }))).toEqual([
+        { kind: 'update', filter: key, update: { $set: { 'a.b': 2 } } },
+      ]);
+    });
+
+    it('falls back to a lookup for a listed top-level "a.b", whatever the option says', () => {
+      const event = update({
+        updatedFields: { 'a.b': 2 },
+        disambiguatedPaths: { 'a.b': ['a.b'] },
+      });
+      expect(translateUpdate(event)).toEqual(lookup);
+      expect(translateUpdate(event, { sourceDisambiguates: false })).toEqual(lookup);
+    });
+
+    it('replays numeric components listed as indexes or field names', () => {
+      const event = update({
+        updatedFields: { 'arr.0': 1, 'o.1': 2 },
+        disambiguatedPaths: { 'arr.0': ['arr', new Int32(0)], 'o.1': ['o', '1'] },
+      });
+      expect(translateUpdate(event)).toEqual([
+        { kind: 'update', filter: key, update: { $set: { 'arr.0': 1, 'o.1': 2 } } },
+      ]);
+    });
   });
 
   it('produces no write for an empty description', () => {

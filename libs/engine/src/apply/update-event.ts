@@ -12,6 +12,13 @@ export interface UpdateTranslationOptions {
    * Default true.
    */
   strictFieldOrder?: boolean;
+  /**
+   * The source is known to send `updateDescription.disambiguatedPaths` whenever a path is
+   * ambiguous (MongoDB 6.1+ with showExpandedEvents, 8.2+), so an event without the field has
+   * no ambiguous path. Default false: without the field, every dotted path may name a
+   * top-level field containing dots ("a.b"), and the update falls back to a lookup.
+   */
+  sourceDisambiguates?: boolean;
 }
 
 /**
@@ -31,10 +38,14 @@ export interface UpdateTranslationOptions {
  * description cannot be replayed faithfully:
  * - a path has no dotted spelling (field name with a dot, `$` prefix, or empty; detected through
  *   `disambiguatedPaths`, which MongoDB 6.1+ sends for every ambiguous path);
+ * - the event has no `disambiguatedPaths` at all (sources before 6.1, or no showExpandedEvents)
+ *   and a path has a dot: `{"a.b": v}` may be a top-level field named "a.b", which `$set` would
+ *   turn into a nested field — unless `sourceDisambiguates` says the absence proves nothing is
+ *   ambiguous;
  * - paths of the description conflict with each other (never produced by MongoDB; defensive);
  * - sibling fields are reported out of operator order (see `strictFieldOrder`).
- * The lane also falls back to a lookup when the destination rejects the update (e.g. a replayed
- * `$set a.b` onto a newer state where `a` is a scalar). A lookup returns a state at least as new
+ * The lane also falls back to a lookup when the destination rejects the update for the shape of
+ * a newer state (e.g. a replayed `$set a.b` where `a` is now a scalar; see write-lane.ts). A lookup returns a state at least as new
  * as the event; the events after it are applied on top, so the document still converges.
  */
 export function translateUpdate(
@@ -45,11 +56,13 @@ export function translateUpdate(
   const desc = event.updateDescription;
   if (!desc) return [{ kind: 'lookup', documentKey }];
   const lookup: WriteStep[] = [{ kind: 'lookup', documentKey }];
-  const disambiguated = desc.disambiguatedPaths;
+  // null is treated like absence: no map means no path was resolved by the source.
+  const disambiguated = desc.disambiguatedPaths ?? undefined;
+  const trusted = options.sourceDisambiguates === true;
 
   const truncations: Array<{ path: string; parts: string[]; newSize: number }> = [];
   for (const t of desc.truncatedArrays ?? []) {
-    const parts = pathComponents(t.field, disambiguated);
+    const parts = pathComponents(t.field, disambiguated, trusted);
     if (!parts) return lookup;
     truncations.push({ path: t.field, parts, newSize: toNumber(t.newSize) });
   }
@@ -57,14 +70,14 @@ export function translateUpdate(
   const updated = desc.updatedFields ?? {};
   const setPaths: string[][] = [];
   for (const path of Object.keys(updated)) {
-    const parts = pathComponents(path, disambiguated);
+    const parts = pathComponents(path, disambiguated, trusted);
     if (!parts) return lookup;
     setPaths.push(parts);
   }
   const removed = desc.removedFields ?? [];
   const unsetPaths: string[][] = [];
   for (const path of removed) {
-    const parts = pathComponents(path, disambiguated);
+    const parts = pathComponents(path, disambiguated, trusted);
     if (!parts) return lookup;
     unsetPaths.push(parts);
   }

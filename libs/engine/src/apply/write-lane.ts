@@ -1,4 +1,4 @@
-import type { Document } from 'bson';
+import { EJSON, type Document } from 'bson';
 import { nsKey, type Namespace } from './change-event';
 import { DestinationWriteError } from './errors';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
@@ -103,13 +103,18 @@ export class WriteLane {
     const ops = await Promise.all(steps.map((s) => this.resolve(ns, s)));
     const failures = await this.deps.writer.bulkWrite(ns, ops);
     if (failures.length === 0) return;
-    const fallback: WriteOp[] = [];
+    // Only a replayed update that met a newer document shape (see update-event.ts) is re-read
+    // from the source; any other failure — a duplicate key, a write concern error reported per
+    // op, a replace or delete failing — stops the lane.
     for (const failure of failures) {
       const op = ops[failure.index];
-      // A replayed update can meet a newer document shape (see update-event.ts): re-read it.
-      if (op?.kind === 'update') fallback.push(await this.resolveLookup(ns, op.filter));
-      else throw writeError(ns, op, failure);
+      if (op?.kind !== 'update' || !isShapeConflict(failure.code)) {
+        throw writeError(ns, op, failure);
+      }
     }
+    const fallback = await Promise.all(
+      failures.map((f) => this.resolveLookup(ns, ops[f.index].filter)),
+    );
     const second = await this.deps.writer.bulkWrite(ns, fallback);
     if (second.length > 0) throw writeError(ns, fallback[second[0].index], second[0]);
   }
@@ -127,10 +132,47 @@ export class WriteLane {
   }
 }
 
+/**
+ * Server codes of an update that cannot apply to the destination's current shape of the
+ * document, which a newer source state explains (a replayed `$set a.b` where `a` is now a
+ * scalar, a `$push … $slice` onto a field that is no longer an array, a document grown past
+ * 16MB by replaying onto a newer state...). Re-reading the document from the source resolves
+ * them; nothing else may be turned into a lookup.
+ */
+const SHAPE_CONFLICT_CODES: ReadonlySet<number> = new Set([
+  2, // BadValue: "$push/$slice: the field must be an array but is of type …"
+  14, // TypeMismatch
+  28, // PathNotViable: "Cannot create field 'b' in element {a: 1}"
+  40, // ConflictingUpdateOperators (defensive: translateUpdate never builds one)
+  10334, // BSONObjectTooLarge: resulting document after update too large (newer servers)
+  17419, // the same on older servers
+]);
+
+/** Write concern codes a writer may report per op: the write may succeed when run again. */
+const WRITE_CONCERN_CODES: ReadonlySet<number> = new Set([
+  64, // WriteConcernFailed (wtimeout)
+  100, // UnsatisfiableWriteConcern
+]);
+
+function isShapeConflict(code: number | undefined): boolean {
+  return code !== undefined && SHAPE_CONFLICT_CODES.has(code);
+}
+
 function writeError(ns: Namespace, op: WriteOp | undefined, failure: WriteFailure) {
+  const id = op ? ` of _id ${renderId(op.filter)}` : '';
   return new DestinationWriteError(
-    `${op?.kind ?? 'write'} on ${nsKey(ns)} failed: ${failure.message}` +
+    `${op?.kind ?? 'write'}${id} on ${nsKey(ns)} failed: ${failure.message}` +
       (failure.code !== undefined ? ` (code ${failure.code})` : ''),
-    false,
+    failure.code !== undefined && WRITE_CONCERN_CODES.has(failure.code),
+    { cause: failure },
   );
+}
+
+/** The filter's `_id` as relaxed Extended JSON (`{"$oid": …}`, plain numbers). */
+function renderId(filter: Document): string {
+  try {
+    return EJSON.stringify(filter._id, { relaxed: true });
+  } catch {
+    return String(filter._id);
+  }
 }

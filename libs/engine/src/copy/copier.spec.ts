@@ -2,16 +2,21 @@ import { BSON, Double, Int32 } from 'bson';
 import { silentLogger } from '../ports/engine-logger';
 import type { PartitionRecord } from '../ports/job-store';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
-import { Copier, CopyWriteError } from './copier';
+import {
+  Copier as RealCopier,
+  CopyWriteError,
+  type CopierOptions,
+  type CopyTargets,
+} from './copier';
 import { CopyTally } from './copy-tally';
 import { InsertBatcher } from './insert-batcher';
 
 function partition(index: number, bounds: { min?: unknown; max?: unknown }): PartitionRecord {
   return {
-    _id: `w|db.c|${index}`,
+    _id: `w|k|1|${index}`,
     syncID: 'w',
-    database: 'db',
-    collection: 'c',
+    key: 'k',
+    set: 1,
     index,
     ...bounds,
     natural: false,
@@ -46,6 +51,25 @@ const options = {
   writeBatchDocuments: 50,
   readBatchSize: 64,
 };
+
+/** Every partition is `db.c` on both sides (renames are covered by the sync-job tests). */
+const targets: CopyTargets = {
+  resolve: () => ({ source: { db: 'db', coll: 'c' }, destination: { db: 'db', coll: 'c' } }),
+  relocate: async () => null,
+};
+
+class Copier extends RealCopier {
+  constructor(
+    source: FakeCluster,
+    destination: FakeCluster,
+    store: FakeCluster['store'],
+    tally: CopyTally,
+    logger: typeof silentLogger,
+    copierOptions?: CopierOptions,
+  ) {
+    super(source, destination, store, tally, logger, targets, copierOptions);
+  }
+}
 
 describe('Copier', () => {
   it('copies every partition exactly, records each as done and counts real bytes', async () => {

@@ -1,8 +1,8 @@
-import type { Document } from 'bson';
+import type { Document, Timestamp } from 'bson';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobStore, PartitionRecord } from '../ports/job-store';
-import type { SourceCluster } from '../ports/source-cluster';
+import { SourceNamespaceChangedError, type SourceCluster } from '../ports/source-cluster';
 import { ByteBudget } from './byte-budget';
 import type { CopyTally } from './copy-tally';
 import { InsertBatcher, type WriteBatch } from './insert-batcher';
@@ -33,6 +33,23 @@ export const DEFAULT_COPIER: CopierOptions = {
 
 export type CopyOutcome = 'completed' | 'aborted';
 
+/** Where a partition is read from and written to. */
+export interface CopyTarget {
+  /** The collection's current name on the source (may differ from the destination's). */
+  source: { db: string; coll: string };
+  /** Where the destination has it (the catalog's name). */
+  destination: { db: string; coll: string };
+  /** The collection UUID the source read must match. */
+  uuid?: string;
+}
+
+/** Finds partitions' collections: by catalog, and again by UUID after a source DDL moved one. */
+export interface CopyTargets {
+  resolve(partition: PartitionRecord): CopyTarget;
+  /** Null: the collection is gone from the source (its drop arrives as a change event). */
+  relocate(partition: PartitionRecord): Promise<CopyTarget | null>;
+}
+
 /**
  * SPEC §4.3: copies partitions in parallel. Each partition streams its range from the source
  * and writes UNORDERED batches, with one write in flight while the next batch is read. Memory:
@@ -51,7 +68,10 @@ export class Copier {
     private readonly store: JobStore,
     private readonly tally: CopyTally,
     private readonly logger: EngineLogger,
+    private readonly targets: CopyTargets,
     private readonly options: CopierOptions = DEFAULT_COPIER,
+    /** Reads are causally after this source time (T0). */
+    private readonly afterClusterTime?: Timestamp,
   ) {
     this.budget = new ByteBudget(options.maxBytesInFlight ?? DEFAULT_COPIER.maxBytesInFlight!);
   }
@@ -59,21 +79,8 @@ export class Copier {
   /** Bytes read and not yet written, across all partitions (exposed for tests and metrics). */
   readonly budget: ByteBudget;
 
-  private readonly active = new Map<
-    PartitionRecord,
-    { controller: AbortController; settled: Promise<void> }
-  >();
-
-  /**
-   * Copies every pending partition. Resolves 'aborted' when `signal` fired; throws on failure.
-   * `skip` is asked when a partition is about to start (namespaces frozen by a DDL); a skipped
-   * or cancelled partition stays pending.
-   */
-  async run(
-    partitions: PartitionRecord[],
-    signal: AbortSignal,
-    skip: (partition: PartitionRecord) => boolean = () => false,
-  ): Promise<CopyOutcome> {
+  /** Copies every pending partition. Resolves 'aborted' when `signal` fired; throws on failure. */
+  async run(partitions: PartitionRecord[], signal: AbortSignal): Promise<CopyOutcome> {
     const queue = partitions.filter((p) => p.status !== 'done');
     const failure = new AbortController();
     const stop = AbortSignal.any([signal, failure.signal]);
@@ -82,23 +89,14 @@ export class Copier {
     const worker = async (): Promise<void> => {
       while (!stop.aborted && next < queue.length) {
         const partition = queue[next++]!;
-        if (partition.status === 'done' || skip(partition)) continue;
-        // Registered in the same tick as picked: `cancel` can never miss a starting partition.
-        const controller = new AbortController();
-        let settle!: () => void;
-        const settled = new Promise<void>((resolve) => (settle = resolve));
-        this.active.set(partition, { controller, settled });
+        if (partition.status === 'done') continue;
         try {
-          await this.copyPartition(partition, AbortSignal.any([stop, controller.signal]));
+          await this.copyPartition(partition, stop);
         } catch (error) {
-          if (controller.signal.aborted && !stop.aborted) continue; // cancelled by a DDL
           if (stop.aborted && firstError === null && !(error instanceof CopyWriteError)) return;
           firstError ??= error;
           failure.abort();
           return;
-        } finally {
-          this.active.delete(partition);
-          settle();
         }
       }
     };
@@ -112,21 +110,47 @@ export class Copier {
   }
 
   /**
-   * Stops the in-flight partitions `match` selects and resolves once none of their writes can
-   * still land (a DDL on their namespace is about to run on the destination). They stay pending.
+   * One partition, read from wherever the source has its collection now: a rename on the source
+   * during the copy surfaces as SourceNamespaceChangedError, and the partition is read again
+   * from its start under the new name (documents already written are duplicates). A collection
+   * that is gone from the source is left as it is: its drop arrives as a change event.
    */
-  async cancel(match: (partition: PartitionRecord) => boolean): Promise<void> {
-    const waits: Promise<void>[] = [];
-    for (const [partition, entry] of this.active) {
-      if (!match(partition)) continue;
-      entry.controller.abort();
-      waits.push(entry.settled);
+  private async copyPartition(partition: PartitionRecord, signal: AbortSignal): Promise<void> {
+    let target: CopyTarget | null = this.targets.resolve(partition);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const documents = await this.copyRange(partition, target, signal);
+        const bytes = this.tally.finish(partition._id);
+        await this.store.markPartitionDone(partition._id, bytes, documents);
+        partition.status = 'done';
+        partition.copiedBytes = bytes;
+        partition.copiedDocuments = documents;
+        this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
+        return;
+      } catch (error) {
+        this.tally.abandon(partition._id);
+        if (!(error instanceof SourceNamespaceChangedError) || attempt >= 20) throw error;
+        target = await this.targets.relocate(partition);
+        this.logger.info('source collection moved during the copy; reading it again', {
+          partition: partition._id,
+          now: target ? `${target.source.db}.${target.source.coll}` : 'gone',
+        });
+        if (!target) {
+          await this.store.markPartitionDone(partition._id, 0, 0);
+          partition.status = 'done';
+          return;
+        }
+      }
     }
-    await Promise.all(waits);
   }
 
-  private async copyPartition(partition: PartitionRecord, signal: AbortSignal): Promise<void> {
-    const { database, collection } = partition;
+  /** Streams the range into the destination; returns the documents read. */
+  private async copyRange(
+    partition: PartitionRecord,
+    target: CopyTarget,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const { db: database, coll: collection } = target.destination;
     const batcher = new InsertBatcher({
       maxBytes: this.options.writeBatchBytes,
       maxDocuments: this.options.writeBatchDocuments,
@@ -145,11 +169,13 @@ export class Copier {
     };
     try {
       const range = partition.natural ? 'natural' : boundsOf(partition);
-      const batches = this.source.read(database, collection, {
+      const batches = this.source.read(target.source.db, target.source.coll, {
         range,
         batchSize: this.options.readBatchSize,
         maxBatchBytes: this.options.writeBatchBytes,
         signal,
+        ...(target.uuid !== undefined ? { uuid: target.uuid } : {}),
+        ...(this.afterClusterTime ? { afterClusterTime: this.afterClusterTime } : {}),
       });
       for await (const batch of batches) {
         if (signal.aborted) break;
@@ -168,15 +194,9 @@ export class Copier {
       if (batcher.pending > 0 && !signal.aborted) await write(batcher.take());
       await pendingWrite;
       if (signal.aborted) throw new CopyAbortedError();
-      const bytes = this.tally.finish(partition._id);
-      await this.store.markPartitionDone(partition._id, bytes, documents);
-      partition.status = 'done';
-      partition.copiedBytes = bytes;
-      partition.copiedDocuments = documents;
-      this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
+      return documents;
     } catch (error) {
       await pendingWrite.catch(() => undefined);
-      this.tally.abandon(partition._id);
       throw error;
     } finally {
       // Bytes of documents never sent (abort, failure): give them back.

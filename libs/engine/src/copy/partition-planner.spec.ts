@@ -1,11 +1,18 @@
+import { Timestamp } from 'bson';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import type { NamespaceRecord } from '../ports/job-store';
-import { planPartitions } from './partition-planner';
+import { planPartitions as plan, type PartitioningOptions } from './partition-planner';
+
+const at = { syncID: 'w', set: 1 };
+const planPartitions = (
+  source: FakeCluster,
+  record: NamespaceRecord,
+  options?: PartitioningOptions,
+) => plan(source, record, at, options);
 
 function ns(overrides: Partial<NamespaceRecord>): NamespaceRecord {
   return {
-    _id: 'w|db.c',
-    syncID: 'w',
+    key: 'view:db.c',
     database: 'db',
     collection: 'c',
     type: 'collection',
@@ -15,6 +22,8 @@ function ns(overrides: Partial<NamespaceRecord>): NamespaceRecord {
     estimatedBytes: 0,
     estimatedCount: 0,
     capped: false,
+    listedAt: new Timestamp({ t: 1, i: 1 }),
+    copy: 'pending',
     ...overrides,
   };
 }

@@ -27,18 +27,26 @@ export const DEFAULT_PARTITIONING: PartitioningOptions = {
 export async function planPartitions(
   source: SourceCluster,
   ns: NamespaceRecord,
+  where: {
+    syncID: string;
+    /** The partition set these ranges form (NamespaceRecord.partitionSet once switched on). */
+    set: number;
+    /** The collection's current name on the source (sampling reads it). */
+    sourceName?: { db: string; coll: string };
+  },
   options: PartitioningOptions = DEFAULT_PARTITIONING,
 ): Promise<PartitionRecord[]> {
   if (ns.type !== 'collection') return [];
+  const sampleFrom = where.sourceName ?? { db: ns.database, coll: ns.collection };
   const make = (
     index: number,
     bounds: { min?: unknown; max?: unknown },
     natural = false,
   ): PartitionRecord => ({
-    _id: `${ns._id}|${index}`,
-    syncID: ns.syncID,
-    database: ns.database,
-    collection: ns.collection,
+    _id: `${where.syncID}|${ns.key}|${where.set}|${index}`,
+    syncID: where.syncID,
+    key: ns.key,
+    set: where.set,
     index,
     ...('min' in bounds ? { min: bounds.min } : {}),
     ...('max' in bounds ? { max: bounds.max } : {}),
@@ -56,8 +64,8 @@ export async function planPartitions(
   if (wanted <= 1) return [make(0, {})];
   const sample = uniqueSorted(
     await source.sampleSortedIds(
-      ns.database,
-      ns.collection,
+      sampleFrom.db,
+      sampleFrom.coll,
       Math.min(ns.estimatedCount, wanted * options.oversampling),
     ),
   );

@@ -31,8 +31,8 @@ export interface ChangeEventApplicationOptions {
 }
 
 /**
- * The ChangeApplier plugged into the job: filter, DDL listener and start point come from the
- * job; the lag is the source's latest cluster time (polled) minus the applied position, which
+ * The ChangeApplier plugged into the job: the catalog's router and the start point come from
+ * the job; the lag is the source's latest cluster time (polled) minus the applied position, which
  * includes idle high-water marks, so a quiet source shows ~0 rather than a growing number.
  */
 export class ChangeEventApplication implements ChangeApplication {
@@ -43,12 +43,12 @@ export class ChangeEventApplication implements ChangeApplication {
 
   async run(ctx: PhaseContext): Promise<void> {
     const clock = this.options.clock ?? systemClock;
+    const ports = this.options.ports(ctx);
     const applier = new ChangeApplier({
       ...this.options.applier,
-      ...this.options.ports(ctx),
-      selected: ctx.selected,
+      ...ports,
+      router: ctx.router(ports.writer),
       startAtOperationTime: ctx.startAt,
-      listener: ctx.listener,
       translation: { buildIndexes: ctx.job.request.buildIndexes },
       now: () => clock.now(),
     });

@@ -1,36 +1,24 @@
 import type { Timestamp } from 'bson';
-import type { ApplyListener, NamespacePredicate } from '../apply/ports';
+import type { ChangeWriter, EventRouter } from '../apply/ports';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { JobRecord, JobStore, NamespaceRecord } from '../ports/job-store';
+import type { JobRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 
 /** What change application gets from the running job (one context per applier run). */
 export interface PhaseContext {
   job: Readonly<JobRecord>;
-  /** The job's T0 (source cluster time read before anything was listed or copied). */
-  t0: Timestamp;
-  /**
-   * Where to start when no resume point is persisted under `checkpointKey`: T0 at first, the
-   * start of the last (re)copy for the drain pass that follows a copy, the destination's commit
-   * time after a reverse.
-   */
+  /** Where to start when no resume point is persisted under `checkpointKey` (T0). */
   startAt: Timestamp;
-  /** Identifies the persisted resume point of this pass (a new pass has a new key). */
+  /** Identifies the persisted resume point (one per direction of the sync). */
   checkpointKey: string;
-  namespaces: readonly NamespaceRecord[];
-  /** The job's include/exclude filter. */
-  selected: NamespacePredicate;
-  /** DDL notices for the copy engine (plan, partitions, relaxed indexes). */
-  listener: ApplyListener;
+  /** The job's catalog as router, given the destination writer it applies DDL with. */
+  router(writer: ChangeWriter): EventRouter;
   source: SourceCluster;
   destination: DestinationCluster;
-  store: JobStore;
   logger: EngineLogger;
-  /** Aborts on pause, shutdown, commit drain end and when a new pass replaces this one. */
+  /** Aborts on pause, shutdown and the end of a commit drain. */
   signal: AbortSignal;
-  /** True once every partition is copied. */
-  copyDone(): boolean;
 }
 
 export interface ChangeApplicationStatus {
@@ -41,8 +29,8 @@ export interface ChangeApplicationStatus {
 }
 
 /**
- * Change event application (SPEC §4.4). SyncJob starts it once the destination is prepared,
- * CONCURRENTLY with the copy, and aborts it through `signal` (pause, shutdown, new pass).
+ * Change event application (SPEC §4.4). The job starts it once the initial copy is done, from
+ * T0 (or its persisted resume point), and aborts it through `signal` (pause, shutdown, commit).
  */
 export interface ChangeApplication {
   /** Runs from the persisted resume point (or `ctx.startAt`) until `ctx.signal` aborts; rejects if fatal. */
@@ -56,6 +44,6 @@ export interface ChangeApplication {
 }
 
 export interface SyncPhases {
-  /** A fresh instance per run (pass). Without it the job only copies and cannot commit. */
+  /** A fresh instance per run. Without it the job only copies and cannot commit. */
   changeApplication?: () => ChangeApplication;
 }

@@ -44,6 +44,8 @@ export interface DestinationCluster {
   /** Creates indexes; an identical existing index is not an error. */
   createIndexes(database: string, collection: string, specs: Document[]): Promise<void>;
   modifyIndex(database: string, collection: string, change: IndexModification): Promise<void>;
+  /** Drops an index by name; a missing index or collection is fine. */
+  dropIndex(database: string, collection: string, name: string): Promise<void>;
   /**
    * UNORDERED insert. Duplicate-key errors are counted, any other write error throws
    * (with a message that names the namespace and the error, never a connection string).

@@ -4,38 +4,30 @@ import type { ClusterFingerprint } from './cluster-description';
 
 /**
  * Persisted schema (destination database `sync_reserved_for_internal_use`):
- *  - `jobs`       one JobRecord per instance, `_id` = syncID
- *  - `namespaces` one NamespaceRecord per selected collection/view, `_id` = `<syncID>|<db>.<coll>`
- *  - `partitions` one PartitionRecord per `_id` range, `_id` = `<syncID>|<db>.<coll>|<index>`
+ *  - `jobs`        one JobRecord per instance, `_id` = syncID. It holds EVERYTHING whose parts
+ *                  must change together — state, phase, the namespace catalog, the position of
+ *                  the last applied DDL, commit steps — so that one document write switches the
+ *                  job from one consistent state to the next (crash-atomic without transactions).
+ *  - `partitions`  one PartitionRecord per `_id` range, `_id` = `<syncID>|<key>|<set>|<index>`.
+ *                  A partition is VISIBLE only while its namespace record in the job document
+ *                  names its `set`: new partition sets are written first and switched on by the
+ *                  job write; sets no record names are garbage, deleted on load.
+ *  - `checkpoints` the change stream resume point (one document, see CheckpointStore).
  * Nothing here ever holds a connection string or credential.
  */
 export const INTERNAL_DATABASE = 'sync_reserved_for_internal_use';
 
-/** How far the copy side of a job got; each step is persisted before the next begins. */
-export type CopyPhase = 'planned' | 'prepared' | 'partitioned' | 'copied';
+/**
+ * How far the copy side of a job got; each step is persisted before the next begins.
+ * planned → prepared (destination layout built) → copied (initial copy done; change events are
+ * applied from T0 from then on).
+ */
+export type CopyPhase = 'planned' | 'prepared' | 'copied';
 
 export interface ClusterRef {
   /** Launch name (`cluster0`). */
   name: string;
   fingerprint: ClusterFingerprint;
-}
-
-export interface JobRecord {
-  _id: string;
-  request: StartRequest;
-  /** Last state the job was in; a restarted instance resumes in it. */
-  state: SyncState;
-  phase: CopyPhase;
-  /** Source cluster time read before anything was listed or copied. */
-  t0: Timestamp;
-  /** Estimate of all selected bytes (collStats sizes) taken while planning. */
-  estimatedTotalBytes: number;
-  source: ClusterRef;
-  destination: ClusterRef;
-  createdAt: Date;
-  updatedAt: Date;
-  /** Free-form state other phases (change application, commit) persist with the job. */
-  extensions?: Document;
 }
 
 /** An index relaxed on the destination during the sync, to restore at commit. */
@@ -48,21 +40,90 @@ export interface RelaxedIndex {
   relaxedExpireAfterSeconds: boolean;
 }
 
+/** Copy status of one namespace: `none` for views and collections created by change events. */
+export type NamespaceCopy = 'pending' | 'done' | 'none';
+
+/**
+ * One synced namespace, identified by the source collection's UUID (views, which have none, by
+ * name). `database`/`collection` is its CURRENT name as far as applied DDL goes — the same on
+ * the source and the destination, since the destination mirrors the source's names.
+ */
 export interface NamespaceRecord {
-  _id: string;
-  syncID: string;
+  /** Source collection UUID as 32 hex digits, or `view:<db>.<name>`. */
+  key: string;
   database: string;
   collection: string;
   type: 'collection' | 'view';
   /** listCollections options (views: viewOn/pipeline/collation). */
   options: Document;
-  /** Source index specs at planning time. */
+  /** Source index specs when listed. */
   indexes: Document[];
-  /** Filled by the destination preparer. */
+  /** Indexes the destination keeps relaxed until commit. */
   relaxedIndexes: RelaxedIndex[];
   estimatedBytes: number;
   estimatedCount: number;
   capped: boolean;
+  /**
+   * Source cluster time read BEFORE its options and indexes were listed: an index or collMod
+   * event older than this is already reflected in `indexes`/`options` and is not applied again.
+   */
+  listedAt: Timestamp;
+  copy: NamespaceCopy;
+  /** The partition set in effect (absent: not partitioned yet). */
+  partitionSet?: number;
+}
+
+export interface CommitState {
+  step: string;
+  /** Source time (an oplog note written after the source was blocked) to apply up to. */
+  commitPoint?: Timestamp;
+  /** Destination time before it accepted user writes: a reverse sync reads from here. */
+  destinationTime?: Timestamp;
+  /** Set while the source is write-blocked by this sync (shown in progress). */
+  sourceBlocked?: boolean;
+  /** The step that failed last and why (commit may be called again to retry it). */
+  failed?: { step: string; error: string; message: string };
+}
+
+/** A failure the sync cannot continue past: shown in progress, never skipped. */
+export interface FailureRecord {
+  error: string;
+  message: string;
+  /** Where it happened, when known: the namespace and the event's cluster time. */
+  namespace?: string;
+  eventTime?: Timestamp;
+  at: Date;
+}
+
+export interface JobRecord {
+  _id: string;
+  request: StartRequest;
+  /** Last state the job was in; a restarted instance resumes in it. */
+  state: SyncState;
+  phase: CopyPhase;
+  /** Source time change events are applied from (T0; after a reverse, the commit's time). */
+  t0: Timestamp;
+  /** Source cluster time after every namespace was listed (see NamespaceRouter). */
+  listedUntil: Timestamp;
+  /** Estimate of all selected bytes (collStats sizes) taken while planning. */
+  estimatedTotalBytes: number;
+  source: ClusterRef;
+  destination: ClusterRef;
+  /** The namespace catalog (by source UUID). */
+  namespaces: NamespaceRecord[];
+  /** Next partition set number (monotonic). */
+  nextPartitionSet: number;
+  /**
+   * Position of the last DDL event applied (`clusterTime` and resume token `_data`): written in
+   * the same job write as the DDL's effect on the catalog, so a DDL is applied exactly once.
+   */
+  ddlApplied?: { clusterTime: Timestamp; token: string };
+  /** Completed reverses (part of the checkpoint key, so each direction starts fresh). */
+  reversals: number;
+  commit?: CommitState;
+  failure?: FailureRecord;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 export type PartitionStatus = 'pending' | 'done';
@@ -70,8 +131,10 @@ export type PartitionStatus = 'pending' | 'done';
 export interface PartitionRecord {
   _id: string;
   syncID: string;
-  database: string;
-  collection: string;
+  /** NamespaceRecord.key of the collection. */
+  key: string;
+  /** Partition set (NamespaceRecord.partitionSet) this range belongs to. */
+  set: number;
   index: number;
   /** Inclusive lower `_id` bound; absent on the first partition. */
   min?: unknown;
@@ -86,16 +149,27 @@ export interface PartitionRecord {
 
 export interface PersistedJob {
   job: JobRecord;
-  namespaces: NamespaceRecord[];
+  /** The visible partitions (those of the sets the job's namespace records name). */
   partitions: PartitionRecord[];
 }
 
-/** Job metadata store on one cluster (the job's destination). Scoped to one syncID. */
+/**
+ * Job metadata store on one cluster (the job's destination), scoped to one syncID. Every method
+ * is ONE write (or, for `addPartitions`, writes nobody sees until a `saveJob` names their set),
+ * so a crash between any two calls leaves a consistent job.
+ */
 export interface JobStore {
+  /** The job and its visible partitions; deletes invisible (garbage) partition sets. */
   load(): Promise<PersistedJob | null>;
   saveJob(job: JobRecord): Promise<void>;
-  saveNamespaces(namespaces: NamespaceRecord[]): Promise<void>;
-  deleteNamespaces(ids: string[]): Promise<void>;
-  savePartitions(partitions: PartitionRecord[]): Promise<void>;
+  /** Writes partitions of a new set (idempotent upserts); invisible until the job names the set. */
+  addPartitions(partitions: PartitionRecord[]): Promise<void>;
   markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void>;
+  /** Deletes the job and everything it owns (used when a reverse moves the job). */
+  deleteJob(): Promise<void>;
+}
+
+/** `true` when the partition belongs to the set its namespace record names. */
+export function partitionVisible(job: JobRecord, partition: PartitionRecord): boolean {
+  return job.namespaces.some((ns) => ns.key === partition.key && ns.partitionSet === partition.set);
 }

@@ -7,6 +7,8 @@ export interface CollectionInfo {
   type: 'collection' | 'view' | 'timeseries';
   /** `listCollections` options, decoded without promotion so validators/collations stay exact. */
   options: Document;
+  /** `info.uuid` as 32 hex digits (collections only; absent for views). */
+  uuid?: string;
 }
 
 /** Bounds of an `_id` range read. Absent `min`/`max` means unbounded on that side. */
@@ -34,6 +36,31 @@ export interface ReadOptions {
   /** Upper bound of a yielded batch's bytes (a single larger document still comes alone). */
   maxBatchBytes?: number;
   signal?: AbortSignal;
+  /**
+   * The collection's UUID: the read fails with SourceNamespaceChangedError instead of reading
+   * another collection when the name now belongs to a different one (renamed, dropped, swapped).
+   */
+  uuid?: string;
+  /**
+   * Read at majority no earlier than this source time (causal consistency): a write acknowledged
+   * before T0 but not yet majority-committed is waited for, never missed.
+   */
+  afterClusterTime?: Timestamp;
+}
+
+/**
+ * The collection a read was aimed at is no longer under that name (renamed, dropped, swapped
+ * for another one) or its cursor was killed by such a DDL: the caller finds it again by UUID.
+ */
+export class SourceNamespaceChangedError extends Error {
+  constructor(
+    readonly namespace: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'SourceNamespaceChangedError';
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { IDLE_PROGRESS, type Progress, type ProgressInfo, type SyncState } from '@sync/contracts';
-import type { ChangeApplicationStatus } from './phases';
+import type { ChangeApplicationStatus } from '../job/phases';
 
 export interface ProgressInputs {
   state: SyncState;

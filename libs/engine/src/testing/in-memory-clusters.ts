@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BSON, Timestamp, type Document } from 'bson';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
@@ -6,18 +7,20 @@ import type {
   IndexModification,
   InsertResult,
 } from '../ports/destination-cluster';
-import type {
-  JobRecord,
-  JobStore,
-  NamespaceRecord,
-  PartitionRecord,
-  PersistedJob,
+import {
+  partitionVisible,
+  type JobRecord,
+  type JobStore,
+  type PartitionRecord,
+  type PersistedJob,
 } from '../ports/job-store';
-import type {
-  CollectionInfo,
-  DocumentBatch,
-  ReadOptions,
-  SourceCluster,
+import { deepSnapshot } from '../job/job-session';
+import {
+  SourceNamespaceChangedError,
+  type CollectionInfo,
+  type DocumentBatch,
+  type ReadOptions,
+  type SourceCluster,
 } from '../ports/source-cluster';
 
 /**
@@ -25,6 +28,8 @@ import type {
  * others by serialized bytes), enough to test the engine's logic, not MongoDB's comparison.
  */
 export interface FakeCollection {
+  /** Collection UUID (hex); views have none. */
+  uuid?: string;
   options: Document;
   type: CollectionInfo['type'];
   indexes: Document[];
@@ -83,6 +88,7 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     let coll = db.get(name);
     if (!coll && create) {
       coll = {
+        uuid: randomUUID().replace(/-/g, ''),
         options: {},
         type: 'collection',
         indexes: [{ v: 2, key: { _id: 1 }, name: '_id_' }],
@@ -119,6 +125,7 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
       name,
       type: c.type,
       options: c.options,
+      ...(c.type === 'collection' && c.uuid ? { uuid: c.uuid } : {}),
     }));
   }
   async listCollectionNames(database: string): Promise<string[]> {
@@ -149,6 +156,12 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
     const coll = this.collection(database, collection, false);
+    if (options.uuid !== undefined && coll?.uuid !== options.uuid) {
+      throw new SourceNamespaceChangedError(
+        `${database}.${collection}`,
+        `collection ${database}.${collection} does not have UUID ${options.uuid}`,
+      );
+    }
     if (!coll) return;
     let docs = coll.documents;
     if (options.range !== 'natural') {
@@ -238,36 +251,51 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async dropCollection(database: string, collection: string): Promise<void> {
     this.databases.get(database)?.delete(collection);
   }
+  async dropIndex(database: string, collection: string, name: string): Promise<void> {
+    const coll = this.collection(database, collection, false);
+    if (coll) coll.indexes = coll.indexes.filter((i) => i.name !== name);
+  }
 }
 
+/** A JobStore in memory with the real store's visibility rule (partition sets). */
 export class FakeJobStore implements JobStore {
   job: JobRecord | null = null;
-  namespaces = new Map<string, NamespaceRecord>();
   partitions = new Map<string, PartitionRecord>();
+  /** Called before every write; throw from it to simulate a crash between two writes. */
+  beforeWrite: ((what: string) => void) | null = null;
+  writes = 0;
   async load(): Promise<PersistedJob | null> {
     if (!this.job) return null;
-    return {
-      job: { ...this.job },
-      namespaces: [...this.namespaces.values()].map((n) => ({ ...n })),
-      partitions: [...this.partitions.values()].map((p) => ({ ...p })),
-    };
+    const job = deepSnapshot(this.job);
+    const visible: PartitionRecord[] = [];
+    for (const [id, p] of this.partitions) {
+      if (partitionVisible(job, p)) visible.push({ ...p });
+      else this.partitions.delete(id);
+    }
+    visible.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index));
+    return { job, partitions: visible };
+  }
+  private write(what: string): void {
+    this.beforeWrite?.(what);
+    this.writes++;
   }
   async saveJob(job: JobRecord): Promise<void> {
-    this.job = { ...job };
+    this.write('saveJob');
+    this.job = deepSnapshot(job);
   }
-  async saveNamespaces(namespaces: NamespaceRecord[]): Promise<void> {
-    for (const ns of namespaces) this.namespaces.set(ns._id, { ...ns });
-  }
-  async deleteNamespaces(ids: string[]): Promise<void> {
-    for (const id of ids) this.namespaces.delete(id);
-  }
-  async savePartitions(partitions: PartitionRecord[]): Promise<void> {
-    this.partitions.clear();
+  async addPartitions(partitions: PartitionRecord[]): Promise<void> {
+    this.write('addPartitions');
     for (const p of partitions) this.partitions.set(p._id, { ...p });
   }
   async markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void> {
-    const p = this.partitions.get(id)!;
-    this.partitions.set(id, { ...p, status: 'done', copiedBytes, copiedDocuments });
+    this.write('markPartitionDone');
+    const p = this.partitions.get(id);
+    if (p) this.partitions.set(id, { ...p, status: 'done', copiedBytes, copiedDocuments });
+  }
+  async deleteJob(): Promise<void> {
+    this.write('deleteJob');
+    this.job = null;
+    this.partitions.clear();
   }
 }
 

@@ -1,0 +1,142 @@
+import { Int32, ObjectId, type Document } from 'bson';
+import type { Namespace } from './change-event';
+import { DestinationWriteError } from './errors';
+import type { ChangeWriter, WriteFailure, WriteOp } from './ports';
+import { FakeLookup, FakeWriter } from './testing-fakes.spec-helper';
+import { WriteLane } from './write-lane';
+import type { WriteStep } from './write-step';
+
+const ns: Namespace = { db: 'd', coll: 'c' };
+
+/** A writer whose first bulk fails each op with `fail(op)` (undefined: succeeds). */
+class FailingWriter extends FakeWriter {
+  constructor(private readonly fail: (op: WriteOp) => Omit<WriteFailure, 'index'> | undefined) {
+    super();
+  }
+  private first = true;
+  override async bulkWrite(target: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+    const rest = await super.bulkWrite(target, ops);
+    if (!this.first) return rest;
+    this.first = false;
+    return ops.flatMap((op, index) => {
+      const f = this.fail(op);
+      return f ? [{ index, ...f }] : [];
+    });
+  }
+}
+
+function run(writer: ChangeWriter, lookup: FakeLookup, steps: Array<[Document, WriteStep]>) {
+  const errors: unknown[] = [];
+  const applied: number[] = [];
+  const lane = new WriteLane({
+    writer,
+    lookup,
+    onApplied: (seqs) => applied.push(...seqs),
+    onError: (e) => errors.push(e),
+  });
+  steps.forEach(([id, step], seq) =>
+    lane.push({ ns, identity: JSON.stringify(id), steps: [step], supersedes: false }, seq),
+  );
+  return { drained: lane.drain().then(() => undefined), errors, applied };
+}
+
+const update = (_id: unknown): WriteStep => ({
+  kind: 'update',
+  filter: { _id },
+  update: { $set: { 'a.b': 1 } },
+});
+
+describe('WriteLane update fallback', () => {
+  it('re-reads the document from the source when the update meets a newer shape', async () => {
+    const writer = new FailingWriter((op) =>
+      op.kind === 'update'
+        ? { code: 28, message: "Cannot create field 'b' in element {a: 1}" }
+        : undefined,
+    );
+    const lookup = new FakeLookup();
+    lookup.source.set('d.c|7', { _id: 7, a: { b: 1 } });
+    const { drained, applied } = run(writer, lookup, [[{ _id: 7 }, update(7)]]);
+    await drained;
+    expect(lookup.calls).toBe(1);
+    expect(writer.bulks[1].ops).toEqual([
+      { kind: 'replace', filter: { _id: 7 }, replacement: { _id: 7, a: { b: 1 } } },
+    ]);
+    expect(applied).toEqual([0]);
+  });
+
+  it('throws DestinationWriteError for a duplicate key instead of looking the document up', async () => {
+    const id = new ObjectId('64b7f0c2a1b2c3d4e5f60718');
+    const writer = new FailingWriter(() => ({
+      code: 11000,
+      message: 'E11000 duplicate key error',
+    }));
+    const lookup = new FakeLookup();
+    const { drained, errors, applied } = run(writer, lookup, [[{ _id: id }, update(id)]]);
+    const error = await drained.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DestinationWriteError);
+    expect((error as Error).message).toBe(
+      'update of _id {"$oid":"64b7f0c2a1b2c3d4e5f60718"} on d.c failed: E11000 duplicate key error (code 11000)',
+    );
+    expect(error).toMatchObject({ isRetryable: false });
+    expect(errors).toEqual([error]);
+    expect(lookup.calls).toBe(0);
+    expect(writer.bulks).toHaveLength(1);
+    expect(applied).toEqual([]);
+  });
+
+  it('throws a retryable DestinationWriteError for a write concern error reported per op', async () => {
+    const writer = new FailingWriter(() => ({
+      code: 64,
+      message: 'waiting for replication timed out',
+    }));
+    const lookup = new FakeLookup();
+    const { drained } = run(writer, lookup, [[{ _id: 1 }, update(new Int32(1))]]);
+    const error = await drained.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DestinationWriteError);
+    expect(error).toMatchObject({ isRetryable: true });
+    expect((error as Error).message).toBe(
+      'update of _id 1 on d.c failed: waiting for replication timed out (code 64)',
+    );
+    expect(lookup.calls).toBe(0);
+  });
+
+  it('throws for a failure without a code', async () => {
+    const writer = new FailingWriter(() => ({ message: 'something broke' }));
+    const lookup = new FakeLookup();
+    const { drained } = run(writer, lookup, [[{ _id: 'x' }, update('x')]]);
+    await expect(drained).rejects.toThrow('update of _id "x" on d.c failed: something broke');
+    expect(lookup.calls).toBe(0);
+  });
+
+  it('looks nothing up when any failure of the bulk is not a shape conflict', async () => {
+    const writer = new FailingWriter((op) =>
+      op.filter._id === 1
+        ? { code: 28, message: 'PathNotViable' }
+        : { code: 11000, message: 'E11000 duplicate key error' },
+    );
+    const lookup = new FakeLookup();
+    const { drained } = run(writer, lookup, [
+      [{ _id: 1 }, update(1)],
+      [{ _id: 2 }, update(2)],
+    ]);
+    await expect(drained).rejects.toThrow('update of _id 2 on d.c failed');
+    expect(lookup.calls).toBe(0);
+  });
+
+  it('names the operation kind of a failing replace', async () => {
+    const writer = new FailingWriter((op) =>
+      op.kind === 'replace' ? { code: 11000, message: 'E11000' } : undefined,
+    );
+    const step: WriteStep = { kind: 'replace', filter: { _id: 3 }, replacement: { _id: 3 } };
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 3 }, step]]);
+    await expect(drained).rejects.toThrow('replace of _id 3 on d.c failed: E11000 (code 11000)');
+  });
+
+  it('passes an error thrown by the writer through unchanged', async () => {
+    const thrown = new DestinationWriteError('write concern failed on d.c: timeout', true);
+    const writer = new FakeWriter();
+    writer.bulkWrite = () => Promise.reject(thrown);
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);
+    await expect(drained).rejects.toBe(thrown);
+  });
+});

@@ -1,0 +1,191 @@
+import type { Document, Timestamp } from 'bson';
+import type { BuildIndexesMode } from '@sync/contracts';
+import type { ChangeEvent, Namespace } from '../apply/change-event';
+import { ApplyError } from '../apply/errors';
+import { isSyncedNamespace } from '../apply/namespace-rules';
+import type {
+  ChangeWriter,
+  EventRoute,
+  EventRouter,
+  NamespacePredicate,
+  ResumeToken,
+} from '../apply/ports';
+import { compareTimestamps } from '../apply/timestamps';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { JobRecord, NamespaceRecord } from '../ports/job-store';
+import type { SourceCluster } from '../ports/source-cluster';
+import type { JobSession } from '../job/job-session';
+import { planDdl, type DdlPlan } from './ddl-plan';
+import { describeNamespace, uuidHex } from './namespace-catalog';
+
+/**
+ * An event of a selected namespace that the catalog cannot place: its collection is neither
+ * known nor explained by an earlier drop/rename. Applying it by name could write into the wrong
+ * collection; skipping it could lose data — so the sync stops and says where.
+ */
+export class UnknownNamespaceError extends ApplyError {
+  constructor(
+    readonly namespace: string,
+    readonly uuid: string | undefined,
+    readonly eventTime: Timestamp | undefined,
+  ) {
+    super(
+      `a change event on ${namespace} (collection UUID ${uuid ?? 'unknown'}, at ${eventTime?.toString() ?? '?'}) ` +
+        'belongs to a collection the sync does not know; refusing to apply it by name',
+      false,
+    );
+  }
+}
+
+export interface EventRouterDeps {
+  session: JobSession;
+  /** Destination DDL. */
+  writer: ChangeWriter;
+  source: SourceCluster;
+  selected: NamespacePredicate;
+  buildIndexes: BuildIndexesMode;
+  /** Prepares and copies a collection that entered the sync (persisted as `copy: 'pending'`). */
+  copyIn(record: NamespaceRecord): Promise<void>;
+  logger: EngineLogger;
+}
+
+/** Resume token `_data` (hex KeyString: lexicographic order is stream order). */
+function tokenData(token: ResumeToken): string {
+  const data = token._data as unknown;
+  return typeof data === 'string' ? data : JSON.stringify(data);
+}
+
+/**
+ * The job's catalog as change application's router (see EventRouter). Every applied DDL event
+ * has its effect on the catalog and its own position written in ONE job write, after its
+ * destination effect; so after a crash only that last DDL can be seen again, and each effect is
+ * idempotent for exactly that case (e.g. a rename whose source name is already gone on the
+ * destination). Every earlier DDL is recognised by its position and never applied twice.
+ */
+export class CatalogEventRouter implements EventRouter {
+  constructor(private readonly deps: EventRouterDeps) {}
+
+  private get job(): JobRecord {
+    return this.deps.session.job;
+  }
+
+  route(event: ChangeEvent): EventRoute {
+    const db = event.ns?.db;
+    const coll = event.ns?.coll;
+    if (db === undefined || coll === undefined) return { ignore: 'no-namespace' };
+    const catalog = this.deps.session.catalog;
+    const uuid = uuidHex(event.collectionUUID);
+    const record = uuid !== undefined ? catalog.byKey(uuid) : catalog.byName(db, coll);
+    if (record) return { ns: { db: record.database, coll: record.collection }, key: record.key };
+    if (!isSyncedNamespace(db, coll, this.deps.selected)) return { ignore: 'not-selected' };
+    // Sources without collection UUIDs in events (before 6.0): names are all there is.
+    if (uuid === undefined) return { ns: { db, coll }, key: `${db}.${coll}` };
+    if (this.explainedByHistory(event.clusterTime)) return { ignore: 'collection-gone' };
+    throw new UnknownNamespaceError(`${db}.${coll}`, uuid, event.clusterTime);
+  }
+
+  /**
+   * An unknown collection is expected only for events older than the listing (dropped or
+   * renamed away before it was listed) or older than the last applied DDL (replayed after a
+   * restart, its drop or rename already applied).
+   */
+  private explainedByHistory(time: Timestamp | undefined): boolean {
+    if (!time) return false;
+    if (compareTimestamps(time, this.job.listedUntil) <= 0) return true;
+    const ddl = this.job.ddlApplied;
+    return !!ddl && compareTimestamps(time, ddl.clusterTime) <= 0;
+  }
+
+  async applyDdl(
+    event: ChangeEvent,
+    position: { token: ResumeToken; clusterTime?: Timestamp },
+  ): Promise<void> {
+    const clusterTime = position.clusterTime ?? event.clusterTime;
+    if (!clusterTime)
+      throw new ApplyError(`a ${event.operationType} event has no cluster time`, false);
+    const token = tokenData(position.token);
+    if (this.alreadyApplied(clusterTime, token)) return;
+    const plan = await planDdl(event, {
+      catalog: this.deps.session.catalog,
+      selected: this.deps.selected,
+      buildIndexes: this.deps.buildIndexes,
+      listedUntil: this.job.listedUntil,
+      describeIncoming: (to, uuid) => this.describeIncoming(to, uuid),
+    });
+    if (!plan) return;
+    await this.runDestination(plan);
+    await this.deps.session.save((job) => {
+      plan.catalog(this.deps.session.catalog);
+      job.ddlApplied = { clusterTime, token };
+    });
+    this.deps.logger.info('DDL applied', {
+      operation: event.operationType,
+      namespace: event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : undefined,
+      clusterTime: clusterTime.toString(),
+    });
+    if (plan.copyIn) await this.deps.copyIn(this.deps.session.catalog.byKey(plan.copyIn.key)!);
+  }
+
+  private alreadyApplied(time: Timestamp, token: string): boolean {
+    const last = this.job.ddlApplied;
+    if (!last) return false;
+    const order = compareTimestamps(time, last.clusterTime);
+    return order < 0 || (order === 0 && token <= last.token);
+  }
+
+  private async runDestination(plan: DdlPlan): Promise<void> {
+    const { writer } = this.deps;
+    for (const step of plan.destination) {
+      switch (step.kind) {
+        case 'create':
+          await writer.createCollection(step.ns, step.options);
+          break;
+        case 'drop':
+          await writer.dropCollection(step.ns);
+          break;
+        case 'rename': {
+          const moved = await writer.renameCollection(step.from, step.to);
+          // Not moved: the source name is gone — only possible when this very rename ran before
+          // a crash, since the catalog (written with every DDL) still places the record there.
+          if (!moved && !(await writer.listCollections(step.to.db)).includes(step.to.coll)) {
+            throw new ApplyError(
+              `cannot rename ${step.from.db}.${step.from.coll} to ${step.to.db}.${step.to.coll}: neither exists on the destination`,
+              false,
+            );
+          }
+          break;
+        }
+        case 'createIndexes':
+          await writer.createIndexes(step.ns, step.specs);
+          break;
+        case 'dropIndex':
+          await writer.dropIndex(step.ns, step.name);
+          break;
+        case 'collMod':
+          await writer.collMod(step.ns, step.options);
+          break;
+      }
+    }
+  }
+
+  /**
+   * A collection entering the sync (renamed into the filter): found on the source by its UUID
+   * (a rename within a database keeps it) or by name, listed now. Its record keeps the name the
+   * event gives (`to`), where the destination is at this point of the stream; the copy reads it
+   * from wherever the source has it now. Null when it is gone already: its later events say so.
+   */
+  private async describeIncoming(
+    to: Namespace,
+    uuid: string | undefined,
+  ): Promise<NamespaceRecord | null> {
+    const { source } = this.deps;
+    const listedAt = await source.clusterTime();
+    const infos = await source.listCollections(to.db);
+    const info =
+      (uuid !== undefined ? infos.find((i) => i.uuid === uuid) : undefined) ??
+      infos.find((i) => i.name === to.coll && i.type === 'collection');
+    if (!info || info.type !== 'collection') return null;
+    const record = await describeNamespace(source, to.db, info, listedAt);
+    return { ...record, collection: to.coll, options: record.options as Document };
+  }
+}

@@ -1,0 +1,123 @@
+import type { Document, Timestamp } from 'bson';
+import type { JobRecord, NamespaceRecord } from '../ports/job-store';
+import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
+
+/** A namespace: database plus collection. */
+export interface NamespaceName {
+  db: string;
+  coll: string;
+}
+
+/** 32 lowercase hex digits of a UUID given as a bson Binary, a Buffer or a hex string. */
+export function uuidHex(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value.replace(/-/g, '').toLowerCase();
+  const v = value as { buffer?: Uint8Array; toString?: (enc: string) => string };
+  if (v.buffer instanceof Uint8Array) return Buffer.from(v.buffer).toString('hex');
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('hex');
+  return undefined;
+}
+
+export function viewKey(db: string, name: string): string {
+  return `view:${db}.${name}`;
+}
+
+/** The key a listed collection or view is known by in the catalog. */
+export function keyOf(database: string, info: CollectionInfo): string {
+  if (info.type === 'view' || !info.uuid) return viewKey(database, info.name);
+  return info.uuid;
+}
+
+/**
+ * The one builder of namespace records (planning, and collections that enter the sync later):
+ * reads indexes and size estimates of a listed collection. `listedAt` must be a source time
+ * read BEFORE `info` was listed.
+ */
+export async function describeNamespace(
+  source: SourceCluster,
+  database: string,
+  info: CollectionInfo,
+  listedAt: Timestamp,
+): Promise<NamespaceRecord> {
+  const base = {
+    key: keyOf(database, info),
+    database,
+    collection: info.name,
+    options: info.options,
+    relaxedIndexes: [],
+    listedAt,
+  };
+  if (info.type === 'view') {
+    return {
+      ...base,
+      type: 'view',
+      indexes: [],
+      estimatedBytes: 0,
+      estimatedCount: 0,
+      capped: false,
+      copy: 'none',
+    };
+  }
+  const [indexes, stats] = await Promise.all([
+    source.listIndexes(database, info.name),
+    source.collectionStats(database, info.name),
+  ]);
+  return {
+    ...base,
+    type: 'collection',
+    indexes,
+    estimatedBytes: stats.bytes,
+    estimatedCount: stats.count,
+    capped: info.options.capped === true,
+    copy: 'pending',
+  };
+}
+
+/** Lookups over the job's catalog (the records live in the job document). */
+export class NamespaceCatalog {
+  constructor(private readonly job: () => JobRecord) {}
+
+  get records(): NamespaceRecord[] {
+    return this.job().namespaces;
+  }
+
+  byKey(key: string): NamespaceRecord | undefined {
+    return this.records.find((r) => r.key === key);
+  }
+
+  byName(db: string, coll: string): NamespaceRecord | undefined {
+    return this.records.find((r) => r.database === db && r.collection === coll);
+  }
+
+  /** Records of one database (dropDatabase). */
+  inDatabase(db: string): NamespaceRecord[] {
+    return this.records.filter((r) => r.database === db);
+  }
+
+  remove(key: string): NamespaceRecord | undefined {
+    const job = this.job();
+    const record = this.byKey(key);
+    if (record) job.namespaces = job.namespaces.filter((r) => r.key !== key);
+    return record;
+  }
+
+  add(record: NamespaceRecord): void {
+    const job = this.job();
+    job.namespaces = [...job.namespaces.filter((r) => r.key !== record.key), record];
+  }
+
+  /** Collections whose copy has not finished (initial copy, or entered the sync later). */
+  pendingCopies(): NamespaceRecord[] {
+    return this.records.filter((r) => r.type === 'collection' && r.copy === 'pending');
+  }
+}
+
+/** Options that `create` accepts; listing-only fields are dropped. */
+export function createOptions(options: Document): Document {
+  const { uuid: _uuid, ...rest } = options;
+  return rest;
+}
+
+export function nsString(ns: { database: string; collection: string } | NamespaceName): string {
+  return 'db' in ns ? `${ns.db}.${ns.coll}` : `${ns.database}.${ns.collection}`;
+}

@@ -1,0 +1,77 @@
+import { NamespaceCatalog } from '../catalog/namespace-catalog';
+import { CopyTally } from '../copy/copy-tally';
+import type { Clock } from '../ports/clock';
+import type { DestinationCluster } from '../ports/destination-cluster';
+import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
+import type { SourceCluster } from '../ports/source-cluster';
+
+/**
+ * A deep copy of plain objects, arrays and dates; BSON values (Timestamp, Binary, Int32...) are
+ * immutable and shared.
+ */
+export function deepSnapshot<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(deepSnapshot) as T;
+  if (value instanceof Date) return new Date(value.getTime()) as T;
+  if (value && typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = deepSnapshot(v);
+    return out as T;
+  }
+  return value;
+}
+
+/**
+ * One loaded job and the ports of its current direction: what every operation and background
+ * phase works on. The job document is the unit of atomicity — `save` applies a mutation and
+ * writes the WHOLE document in one write, serialised with every other save, from a snapshot
+ * taken when the mutation ran (so a save queued behind another can never persist half of a
+ * later mutation). After any failed write the session is thrown away and reloaded from the
+ * store: memory never runs ahead of what a restart would find.
+ */
+export class JobSession {
+  readonly catalog: NamespaceCatalog;
+  readonly tally: CopyTally;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private record: JobRecord,
+    /** Visible partitions (of the sets the catalog names). */
+    public partitions: PartitionRecord[],
+    readonly source: SourceCluster,
+    readonly destination: DestinationCluster,
+    readonly store: JobStore,
+    readonly hosts: { source: string; destination: string },
+    private readonly clock: Clock,
+  ) {
+    this.catalog = new NamespaceCatalog(() => this.record);
+    const done = partitions
+      .filter((p) => p.status === 'done')
+      .reduce((sum, p) => sum + p.copiedBytes, 0);
+    this.tally = new CopyTally(done);
+  }
+
+  get job(): JobRecord {
+    return this.record;
+  }
+
+  /** Mutates the job and persists it in one document write (serialised with other saves). */
+  save(mutate: (job: JobRecord) => void = () => undefined): Promise<void> {
+    const run = this.writing.then(async () => {
+      mutate(this.record);
+      this.record.updatedAt = new Date(this.clock.now());
+      const snapshot = deepSnapshot(this.record);
+      await this.store.saveJob(snapshot);
+    });
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Partitions of one namespace record's current set. */
+  partitionsOf(key: string): PartitionRecord[] {
+    const ns = this.catalog.byKey(key);
+    if (!ns || ns.partitionSet === undefined) return [];
+    return this.partitions.filter((p) => p.key === key && p.set === ns.partitionSet);
+  }
+}

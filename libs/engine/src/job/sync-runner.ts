@@ -1,0 +1,296 @@
+import type { Timestamp } from 'bson';
+import { ApiError } from '@sync/contracts';
+import { ApplyError } from '../apply/errors';
+import { isSyncedNamespace } from '../apply/namespace-rules';
+import { CatalogEventRouter } from '../catalog/event-router';
+import { CopyRunner } from '../copy/copy-runner';
+import { CopyWriteError, type CopierOptions } from '../copy/copier';
+import type { PartitioningOptions } from '../copy/partition-planner';
+import { NamespaceFilter } from '../namespaces/namespace-filter';
+import type { Clock } from '../ports/clock';
+import type { EngineLogger } from '../ports/engine-logger';
+import { prepareDestination } from '../prepare/destination-preparer';
+import type { JobSession } from './job-session';
+import type { ChangeApplication, ChangeApplicationStatus } from './phases';
+
+export interface SyncRunnerOptions {
+  syncID: string;
+  logger: EngineLogger;
+  clock: Clock;
+  copier?: Partial<CopierOptions>;
+  partitioning?: Partial<PartitioningOptions>;
+  changeApplication?: () => ChangeApplication;
+  /** Transient failures retried in a row before the sync stops (default 8, ~2 min of backoff). */
+  maxTransientRetries?: number;
+  /** First backoff between retries (default 500 ms, doubling, at most 30 s). */
+  retryBaseMs?: number;
+}
+
+export interface RunnerHooks {
+  /** The current session (a retry reloads it from the store first). */
+  session(): JobSession;
+  /** Throws the in-memory job away and loads it again from the store. */
+  reload(): Promise<JobSession>;
+  /** A failure the sync cannot continue past: persist and show it. */
+  onPermanentFailure(error: Error): Promise<void>;
+}
+
+/**
+ * The background work of a RUNNING (or draining COMMITTING) job: prepare the destination, copy
+ * every collection, then apply change events from T0 — in that order, so the destination's
+ * namespaces are exactly the listing's when events start and every DDL event is applied once,
+ * in stream order, with no second pass. A collection that enters the sync later (renamed into
+ * the filter) is copied while the stream waits, behind the DDL barrier.
+ *
+ * Transient failures (network, failover) restart the run from the persisted state after a
+ * backoff; anything else — or transient failures that do not stop — ends it, and the job shows
+ * the named error and where it happened. The process never exits because of it.
+ */
+export class SyncRunner {
+  private controller: AbortController | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private cea: ChangeApplication | null = null;
+  private eventsBefore = 0;
+  private copying = false;
+  /** The last failure: permanent (the run ended) or transient (being retried). */
+  failure: Error | null = null;
+  retrying = false;
+  retries = 0;
+
+  constructor(
+    private readonly options: SyncRunnerOptions,
+    private readonly hooks: RunnerHooks,
+  ) {}
+
+  get active(): boolean {
+    return this.controller !== null && !this.controller.signal.aborted;
+  }
+
+  start(): void {
+    if (this.active) return;
+    const controller = new AbortController();
+    this.controller = controller;
+    this.failure = null;
+    this.retrying = false;
+    this.running = this.loop(controller.signal);
+  }
+
+  /** Resolves when the current run ends (stopped, failed, or — without change application — copied). */
+  settled(): Promise<void> {
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.controller?.abort();
+    await this.running;
+    this.controller = null;
+  }
+
+  /** Copy running or change application status, for progress. */
+  status(): { copying: boolean; changeApplication: ChangeApplicationStatus | null } {
+    const cea = this.cea?.status() ?? null;
+    return {
+      copying: this.copying,
+      changeApplication: cea && {
+        ...cea,
+        totalEventsApplied: this.eventsBefore + (cea.totalEventsApplied ?? 0),
+      },
+    };
+  }
+
+  /**
+   * Commit support: resolves once no copy is pending and every event up to `point` is applied
+   * and checkpointed. Survives retries of the run (waits for the next change application).
+   */
+  async drainTo(point: Timestamp, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal.aborted) throw new Error('the commit was interrupted');
+      if (this.failure && !this.retrying) throw this.failure;
+      if (!this.active) throw new ApplyError('the sync is not running', true);
+      const cea = this.cea;
+      const session = this.hooks.session();
+      if (cea && !this.copying && session.catalog.pendingCopies().length === 0) {
+        try {
+          await cea.waitUntilApplied(point, signal);
+          if (cea === this.cea && session.catalog.pendingCopies().length === 0) return;
+        } catch (error) {
+          if (cea === this.cea && !this.retrying) throw error;
+        }
+      }
+      await this.options.clock.sleep(50, signal).catch(() => undefined);
+    }
+  }
+
+  private async loop(signal: AbortSignal): Promise<void> {
+    const limit = this.options.maxTransientRetries ?? 8;
+    let attempt = 0;
+    while (!signal.aborted) {
+      const began = this.options.clock.now();
+      try {
+        await this.runOnce(this.hooks.session(), signal);
+        return;
+      } catch (error) {
+        if (signal.aborted) return;
+        const failure = error instanceof Error ? error : new Error(String(error));
+        if (this.options.clock.now() - began > 60_000) attempt = 0;
+        if (isPermanent(failure) || attempt >= limit) {
+          this.failure = failure;
+          this.retrying = false;
+          this.controller?.abort();
+          await this.hooks.onPermanentFailure(failure);
+          return;
+        }
+        this.failure = failure;
+        this.retrying = true;
+        this.retries += 1;
+        const delay = Math.min(30_000, (this.options.retryBaseMs ?? 500) * 2 ** attempt++);
+        this.options.logger.warn('sync step failed; retrying from the persisted state', {
+          error: `${failure.name}: ${failure.message}`,
+          retryInMs: delay,
+        });
+        await this.options.clock.sleep(delay, signal).catch(() => undefined);
+        if (signal.aborted) return;
+        await this.hooks.reload().catch(() => undefined);
+      }
+    }
+  }
+
+  private async runOnce(session: JobSession, signal: AbortSignal): Promise<void> {
+    const { job } = session;
+    const copy = new CopyRunner(session, {
+      syncID: this.options.syncID,
+      copier: this.options.copier,
+      partitioning: this.options.partitioning,
+      logger: this.options.logger,
+    });
+    if (job.phase === 'planned') {
+      const prepared = await prepareDestination(
+        session.destination,
+        job.request,
+        job.namespaces,
+        this.options.logger,
+      );
+      await session.save((j) => {
+        j.namespaces = prepared;
+        j.phase = 'prepared';
+      });
+    }
+    if (signal.aborted) return;
+    if (job.phase === 'prepared') {
+      this.copying = true;
+      try {
+        if ((await copy.copyPending(signal)) === 'aborted') return;
+      } finally {
+        this.copying = false;
+      }
+      await session.save((j) => void (j.phase = 'copied'));
+      this.options.logger.info('collection copy done', { copiedBytes: session.tally.copiedBytes });
+    }
+    if (signal.aborted) return;
+    // Collections that entered the sync before a crash are finished before any later event.
+    if (session.catalog.pendingCopies().length > 0) {
+      this.copying = true;
+      try {
+        if ((await copy.copyPending(signal)) === 'aborted') return;
+      } finally {
+        this.copying = false;
+      }
+    }
+    this.retrying = false;
+    this.failure = null;
+    await this.applyChanges(session, copy, signal);
+  }
+
+  private async applyChanges(
+    session: JobSession,
+    copy: CopyRunner,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const factory = this.options.changeApplication;
+    if (!factory) return; // a copy-only build: the run ends with the copy
+
+    if (this.cea) this.eventsBefore += this.cea.status().totalEventsApplied ?? 0;
+    const cea = factory();
+    this.cea = cea;
+    const { job } = session;
+    const filter = new NamespaceFilter(
+      job.request.includeNamespaces,
+      job.request.excludeNamespaces,
+    );
+    const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
+    await cea.run({
+      job,
+      startAt: job.t0,
+      checkpointKey: `${this.options.syncID}|r${job.reversals ?? 0}`,
+      router: (writer) =>
+        new CatalogEventRouter({
+          session,
+          writer,
+          source: session.source,
+          selected: (db, coll) => isSyncedNamespace(db, coll, selected),
+          buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
+          logger: this.options.logger,
+          copyIn: async (record) => {
+            this.copying = true;
+            try {
+              const outcome = await copy.copyIn(
+                record,
+                job.request.buildIndexes ?? 'beforeDataCopy',
+                signal,
+              );
+              if (outcome === 'aborted')
+                throw new ApplyError('stopped while copying a collection', true);
+            } finally {
+              this.copying = false;
+            }
+          },
+        }),
+      source: session.source,
+      destination: session.destination,
+      logger: this.options.logger,
+      signal,
+    });
+  }
+}
+
+/** Errors a retry cannot fix: the sync stops and shows them. */
+export function isPermanent(error: Error): boolean {
+  if (error instanceof ApiError) return true;
+  // A destination that rejected a document (a server error with a code) is permanent; a
+  // connection that broke while writing is not.
+  if (error instanceof CopyWriteError) {
+    const code = (error.cause as { code?: unknown } | undefined)?.code;
+    return typeof code === 'number' && !looksTransient(error.cause);
+  }
+  if (error instanceof ApplyError) return !error.isRetryable;
+  return (
+    error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError
+  );
+}
+
+/**
+ * Network and failover errors, recognised without importing the driver: its error class names
+ * and the labels servers attach to errors worth retrying.
+ */
+export function looksTransient(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    const { name, errorLabels } = e as { name?: string; errorLabels?: unknown };
+    if (
+      typeof name === 'string' &&
+      /Network|ServerSelection|PoolCleared|Timeout|NotPrimary|Interrupted/.test(name)
+    ) {
+      return true;
+    }
+    const labels =
+      errorLabels instanceof Set ? [...errorLabels] : Array.isArray(errorLabels) ? errorLabels : [];
+    if (
+      labels.some((l) =>
+        /Retryable|ResumableChangeStreamError|TransientTransactionError/.test(String(l)),
+      )
+    ) {
+      return true;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,0 +1,129 @@
+import type { Timestamp } from 'bson';
+import type { JobSession } from '../job/job-session';
+import type { SyncRunner } from '../job/sync-runner';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { CommitState } from '../ports/job-store';
+import { restoreRelaxedIndexes } from '../prepare/index-restorer';
+
+/** Who performs a step once several workers sync one cluster (see the sharded-sync design). */
+export type StepScope = 'everyWorker' | 'oncePerSync';
+
+export interface CommitStepContext {
+  session: JobSession;
+  runner: SyncRunner;
+  state: CommitState;
+  signal: AbortSignal;
+  logger: EngineLogger;
+}
+
+export interface CommitStep {
+  name: string;
+  scope: StepScope;
+  run(ctx: CommitStepContext): Promise<void>;
+}
+
+const blocking = (ctx: CommitStepContext) =>
+  ctx.session.job.request.enableUserWriteBlocking === true;
+
+/**
+ * SPEC §4.5 as a table. Each step is persisted once done (`commit.step`), so a crash or a failure
+ * resumes at the first step not done; every step is idempotent for that case.
+ */
+export const COMMIT_STEPS: readonly CommitStep[] = [
+  {
+    name: 'sourceBlocked',
+    scope: 'everyWorker',
+    async run(ctx) {
+      if (!blocking(ctx)) return;
+      await ctx.session.source.setUserWriteBlocking(true);
+      ctx.state.sourceBlocked = true;
+    },
+  },
+  {
+    name: 'pointTaken',
+    scope: 'everyWorker',
+    async run(ctx) {
+      ctx.state.commitPoint = await ctx.session.source.writeNoop('cluster-sync commit point');
+    },
+  },
+  {
+    name: 'drained',
+    scope: 'everyWorker',
+    async run(ctx) {
+      await ctx.runner.drainTo(ctx.state.commitPoint as Timestamp, ctx.signal);
+      await ctx.runner.stop(); // the applier persists its resume point as it stops
+    },
+  },
+  {
+    name: 'indexesRestored',
+    scope: 'oncePerSync',
+    async run(ctx) {
+      await restoreRelaxedIndexes(ctx.session.destination, ctx.session.job.namespaces);
+    },
+  },
+  {
+    name: 'destinationTimeTaken',
+    scope: 'everyWorker',
+    async run(ctx) {
+      ctx.state.destinationTime = await ctx.session.destination.clusterTime();
+    },
+  },
+  {
+    name: 'destinationUnblocked',
+    scope: 'oncePerSync',
+    async run(ctx) {
+      if (blocking(ctx)) await ctx.session.destination.setUserWriteBlocking(false);
+    },
+  },
+];
+
+export const COMMIT_DONE = 'done';
+
+export function commitStepIndex(step: string | undefined): number {
+  if (step === COMMIT_DONE) return COMMIT_STEPS.length;
+  return COMMIT_STEPS.findIndex((s) => s.name === step);
+}
+
+/** canWrite: the destination is final and open to writes. */
+export function destinationWritable(state: CommitState | undefined): boolean {
+  return commitStepIndex(state?.step) >= commitStepIndex('destinationUnblocked');
+}
+
+/**
+ * Runs the steps not done yet, persisting each. A failing step is recorded (`commit.failed`)
+ * and rethrown: the job stays COMMITTING, progress names the step and the error, and `commit`
+ * may be called again to retry from that step.
+ */
+export async function runCommitSteps(
+  ctx: Omit<CommitStepContext, 'state'>,
+  afterStep?: (step: string) => Promise<void>,
+): Promise<void> {
+  const { session } = ctx;
+  const state: CommitState = { ...(session.job.commit ?? { step: 'started' }) };
+  delete state.failed;
+  for (let i = commitStepIndex(state.step) + 1; i < COMMIT_STEPS.length; i++) {
+    const step = COMMIT_STEPS[i]!;
+    try {
+      await step.run({ ...ctx, state });
+    } catch (error) {
+      const failure = error instanceof Error ? error : new Error(String(error));
+      ctx.logger.error('commit step failed; call commit again to retry it', {
+        step: step.name,
+        error: `${failure.name}: ${failure.message}`,
+      });
+      await session
+        .save((job) => {
+          job.commit = {
+            ...state,
+            failed: { step: step.name, error: failure.name, message: failure.message },
+          };
+        })
+        .catch(() => undefined);
+      throw failure;
+    }
+    state.step = step.name;
+    await session.save((job) => void (job.commit = { ...state }));
+    ctx.logger.info('commit step done', { step: step.name });
+    await afterStep?.(step.name);
+  }
+}

@@ -1,0 +1,105 @@
+import { keyOf } from '../catalog/namespace-catalog';
+import type { ClusterDirectory } from '../ports/cluster-directory';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { JobRecord, NamespaceRecord } from '../ports/job-store';
+import { planDestinationIndexes } from '../prepare/index-relaxation';
+
+/**
+ * SPEC §4.6, the swap: the old destination becomes the source from its commit-time cluster
+ * time, without a copy. The new catalog is keyed by the NEW source's collection UUIDs (they
+ * differ from the old source's), and the new destination's own unique / hidden / TTL indexes are
+ * relaxed like before a copy — events applied in parallel may transiently collide on a unique
+ * key (two documents swapping values) — and recorded to be restored at the next commit.
+ *
+ * Idempotent: the post-swap job is written to the new destination in one write and the old one
+ * deleted after it; a crash before the write repeats the swap, after it finds `reversed` done.
+ */
+export async function reverseJob(
+  old: JobRecord,
+  deps: { clusters: ClusterDirectory; logger: EngineLogger; now: Date },
+): Promise<JobRecord> {
+  const { clusters, logger } = deps;
+  const newSource = clusters.source(old.destination.name);
+  const newDestination = clusters.destination(old.source.name);
+  const startAt = old.commit!.destinationTime!;
+  const namespaces: NamespaceRecord[] = [];
+  const listedAt = await newSource.clusterTime();
+  const byDb = new Map<string, NamespaceRecord[]>();
+  for (const ns of old.namespaces) byDb.set(ns.database, [...(byDb.get(ns.database) ?? []), ns]);
+  for (const [db, records] of byDb) {
+    const infos = await newSource.listCollections(db);
+    for (const record of records) {
+      const info = infos.find((i) => i.name === record.collection);
+      if (!info) continue;
+      let relaxedIndexes: NamespaceRecord['relaxedIndexes'] = [];
+      let indexes: NamespaceRecord['indexes'] = [];
+      if (info.type === 'collection') {
+        // Planned from the new SOURCE's indexes, so a repeated swap plans the same relaxation.
+        indexes = await newSource.listIndexes(db, record.collection);
+        const plan = planDestinationIndexes(indexes, 'beforeDataCopy');
+        relaxedIndexes = plan.relaxed;
+        const current = await newDestination.listIndexes(db, record.collection);
+        for (const relaxed of plan.relaxed) {
+          const spec = plan.specs.find((s) => s.name === relaxed.name)!;
+          const now = current.find((i) => i.name === relaxed.name);
+          if (now && sameSpec(now, spec)) continue;
+          if (now) await newDestination.dropIndex(db, record.collection, relaxed.name);
+          await newDestination.createIndexes(db, record.collection, [spec]);
+        }
+      }
+      const { partitionSet: _set, ...rest } = record;
+      namespaces.push({
+        ...rest,
+        key: keyOf(db, info),
+        options: info.options,
+        indexes,
+        relaxedIndexes,
+        listedAt,
+        copy: info.type === 'collection' ? 'done' : 'none',
+      });
+    }
+  }
+  const job: JobRecord = {
+    ...old,
+    request: { ...old.request, source: old.destination.name, destination: old.source.name },
+    state: 'RUNNING',
+    phase: 'copied',
+    t0: startAt,
+    listedUntil: listedAt,
+    source: old.destination,
+    destination: old.source,
+    namespaces,
+    reversals: (old.reversals ?? 0) + 1,
+    updatedAt: deps.now,
+  };
+  delete job.commit;
+  delete job.ddlApplied;
+  delete job.failure;
+  await clusters.jobStore(job.destination.name).saveJob(job);
+  await clusters.jobStore(old.destination.name).deleteJob();
+  logger.info('sync reversed', { source: job.source.name, destination: job.destination.name });
+  return job;
+}
+
+/** The relaxed spec is already in place (same options, compared as the server lists them). */
+function sameSpec(current: Record<string, unknown>, wanted: Record<string, unknown>): boolean {
+  const norm = (spec: Record<string, unknown>) => {
+    const { v: _v, ns: _ns, ...rest } = spec;
+    return JSON.stringify(
+      Object.fromEntries(
+        Object.entries(rest)
+          .map(([k, v]): [string, unknown] => [k, plain(v)])
+          .sort(([a], [b]) => (a < b ? -1 : 1)),
+      ),
+    );
+  };
+  return norm(current) === norm(wanted);
+}
+
+function plain(value: unknown): unknown {
+  if (value && typeof value === 'object' && 'valueOf' in value) {
+    const v = (value as { valueOf(): unknown }).valueOf();
+    if (typeof v !== 'object') return v;
+  }
+  return value;
+}

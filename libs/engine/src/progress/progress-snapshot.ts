@@ -1,0 +1,179 @@
+import type { Progress, SyncState } from '@sync/contracts';
+import type { JobSession } from '../job/job-session';
+import type { SyncRunner } from '../job/sync-runner';
+import { commitStepIndex, destinationWritable } from '../operations/commit';
+import { buildProgress, type ProgressInputs } from './progress-report';
+
+/**
+ * A raw, mergeable progress snapshot of one instance: numbers and states only, no rendering.
+ * `renderProgress` turns it into SEED-API §2.5 fields (plus extras); `mergeSnapshots` combines
+ * several instances' snapshots into the global view a coordinator serves.
+ */
+export interface ProgressSnapshot extends ProgressInputs {
+  /** The source is write-blocked by this sync's commit (and stays so after COMMITTED). */
+  sourceWriteBlocked: boolean;
+  commitStep: string | null;
+  commitFailure: { step: string; error: string; message: string } | null;
+  failureDetail: { error: string; namespace?: string; eventTime?: string } | null;
+  /** A transient failure being retried (the sync goes on by itself). */
+  retrying: { error: string; retries: number } | null;
+  /** Namespaces in the catalog and how many are copied. */
+  namespaces: { total: number; copied: number };
+}
+
+export interface SnapshotSources {
+  state: SyncState;
+  session: JobSession | null;
+  runner: SyncRunner | null;
+  canCommit: boolean;
+  hasChangeApplication: boolean;
+  syncID: string;
+  coordinatorID: string;
+  redact: (text: string) => string;
+}
+
+export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
+  const session = src.session;
+  const job = session?.job;
+  const runner = src.runner;
+  const status = runner?.status() ?? { copying: false, changeApplication: null };
+  const copyDone = job ? job.phase === 'copied' : false;
+  const partitioned = job?.namespaces.some((n) => n.partitionSet !== undefined) ?? false;
+  let cea = status.changeApplication;
+  const step = job?.commit?.step ?? null;
+  if (
+    cea &&
+    src.state === 'COMMITTING' &&
+    commitStepIndex(step ?? undefined) >= commitStepIndex('drained')
+  ) {
+    cea = { ...cea, lagTimeSeconds: 0 };
+  }
+  if (!cea && job && copyDone && src.hasChangeApplication && src.state !== 'IDLE') {
+    cea = { lagTimeSeconds: null, totalEventsApplied: 0, readyToCommit: false };
+  }
+  const persisted = job?.failure;
+  const live = runner?.failure ?? null;
+  const failureText = persisted
+    ? `${persisted.error}: ${persisted.message}`
+    : live && !runner?.retrying
+      ? src.redact(`${live.name}: ${live.message}`)
+      : null;
+  const located = live as
+    (Error & { namespace?: string; eventTime?: { toString(): string } }) | null;
+  return {
+    state: src.state,
+    canCommit: src.canCommit,
+    canWrite: src.state === 'COMMITTED' || destinationWritable(job?.commit),
+    copyStarted: copyDone || partitioned,
+    copyDone,
+    estimatedTotalBytes: job?.estimatedTotalBytes ?? 0,
+    copiedBytes: session?.tally.copiedBytes ?? 0,
+    changeApplication: cea,
+    sourceMapping: `${job?.source.name}: ${session?.hosts.source}`,
+    destinationMapping: `${job?.destination.name}: ${session?.hosts.destination}`,
+    syncID: src.syncID,
+    coordinatorID: src.coordinatorID,
+    failure: failureText,
+    sourceWriteBlocked: job?.commit?.sourceBlocked === true,
+    commitStep: step,
+    commitFailure: job?.commit?.failed ?? null,
+    failureDetail: persisted
+      ? {
+          error: persisted.error,
+          ...(persisted.namespace ? { namespace: persisted.namespace } : {}),
+          ...(persisted.eventTime ? { eventTime: persisted.eventTime.toString() } : {}),
+        }
+      : live && !runner?.retrying
+        ? {
+            error: live.name,
+            ...(located?.namespace ? { namespace: located.namespace } : {}),
+            ...(located?.eventTime ? { eventTime: located.eventTime.toString() } : {}),
+          }
+        : null,
+    retrying:
+      live && runner?.retrying
+        ? { error: src.redact(`${live.name}: ${live.message}`), retries: runner.retries }
+        : null,
+    namespaces: {
+      total: job?.namespaces.length ?? 0,
+      copied: job?.namespaces.filter((n) => n.copy !== 'pending').length ?? 0,
+    },
+  };
+}
+
+/** SEED-API §2.5 fields, then extras that never replace one. */
+export function renderProgress(snapshot: ProgressSnapshot): Progress {
+  const progress = buildProgress(snapshot);
+  if (snapshot.state === 'IDLE') return progress;
+  if (snapshot.failureDetail) {
+    progress.error =
+      snapshot.failureDetail.error === 'HistoryLostError'
+        ? 'HistoryLost'
+        : snapshot.failureDetail.error;
+    if (snapshot.failureDetail.namespace)
+      progress.failureNamespace = snapshot.failureDetail.namespace;
+    if (snapshot.failureDetail.eventTime)
+      progress.failureEventTime = snapshot.failureDetail.eventTime;
+  }
+  if (snapshot.retrying) progress.retrying = snapshot.retrying;
+  if (snapshot.sourceWriteBlocked) {
+    progress.sourceWriteBlocked = true;
+    progress.sourceWriteBlockedReason =
+      snapshot.state === 'COMMITTED'
+        ? 'the commit handed writes over to the destination'
+        : 'the commit blocked writes on the source; it stays blocked until the commit completes';
+  }
+  if (snapshot.commitFailure) {
+    progress.commitFailure = {
+      ...snapshot.commitFailure,
+      retry: 'call commit again to retry this step',
+    };
+  }
+  progress.namespaces = snapshot.namespaces;
+  return progress;
+}
+
+/**
+ * The global view of several instances (SPEC §5): total bytes are global (the largest estimate
+ * any instance holds), copied bytes summed, lag the worst, events summed; canCommit only when
+ * every instance can; the state is the common one, or the least advanced.
+ */
+export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot | null {
+  if (snapshots.length === 0) return null;
+  const order: SyncState[] = [
+    'INITIALIZING',
+    'IDLE',
+    'PAUSED',
+    'RUNNING',
+    'REVERSING',
+    'COMMITTING',
+    'COMMITTED',
+  ];
+  const least = snapshots.reduce((a, b) =>
+    order.indexOf(b.state) < order.indexOf(a.state) ? b : a,
+  );
+  const lags = snapshots.map((s) => s.changeApplication?.lagTimeSeconds ?? null);
+  const events = snapshots.map((s) => s.changeApplication?.totalEventsApplied ?? null);
+  return {
+    ...least,
+    canCommit: snapshots.every((s) => s.canCommit),
+    canWrite: snapshots.every((s) => s.canWrite),
+    copyStarted: snapshots.some((s) => s.copyStarted),
+    copyDone: snapshots.every((s) => s.copyDone),
+    estimatedTotalBytes: Math.max(...snapshots.map((s) => s.estimatedTotalBytes)),
+    copiedBytes: snapshots.reduce((sum, s) => sum + s.copiedBytes, 0),
+    changeApplication: snapshots.every((s) => s.changeApplication)
+      ? {
+          lagTimeSeconds: lags.some((l) => l === null) ? null : Math.max(...(lags as number[])),
+          totalEventsApplied: events.reduce<number>((sum, e) => sum + (e ?? 0), 0),
+          readyToCommit: snapshots.every((s) => s.changeApplication!.readyToCommit),
+        }
+      : null,
+    failure: snapshots.find((s) => s.failure)?.failure ?? null,
+    sourceWriteBlocked: snapshots.some((s) => s.sourceWriteBlocked),
+    namespaces: {
+      total: snapshots.reduce((sum, s) => sum + s.namespaces.total, 0),
+      copied: snapshots.reduce((sum, s) => sum + s.namespaces.copied, 0),
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import { startReplicaSet } from '@sync/mongo-emulator';
+import { DestinationWriteError, type WriteOp } from '@sync/engine/apply';
+import { MongoBulkWriteError, MongoClient } from 'mongodb';
+import { MongoChangeWriter, WriteConcernFailedError } from './change-writer';
+
+type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
+
+const WCE = {
+  code: 64,
+  codeName: 'WriteConcernFailed',
+  errmsg: 'waiting for replication timed out',
+  errInfo: { wtimeout: true },
+};
+
+describe('MongoChangeWriter and write concern errors (emulator, real driver)', () => {
+  let cluster: Cluster;
+  let client: MongoClient;
+  let writer: MongoChangeWriter;
+  let n = 0;
+  let ns: { db: string; coll: string };
+
+  beforeAll(async () => {
+    cluster = await startReplicaSet();
+    // The production options (mongo-cluster-directory.ts): majority + retryable writes.
+    client = await new MongoClient(cluster.uri, {
+      writeConcern: { w: 'majority', j: true },
+      retryWrites: true,
+    }).connect();
+    writer = new MongoChangeWriter(client);
+  });
+  beforeEach(async () => {
+    ns = { db: 'wc', coll: `docs${++n}` };
+    const coll = client.db(ns.db).collection<{ _id: number; u: number }>(ns.coll);
+    await coll.insertMany([
+      { _id: 1, u: 1 },
+      { _id: 2, u: 2 },
+    ]);
+    await coll.createIndex({ u: 1 }, { unique: true });
+  });
+  afterEach(() => client.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' }));
+  afterAll(async () => {
+    await client.close();
+    await cluster.stop();
+  });
+
+  const failNext = (commands: string[]) =>
+    client.db('admin').command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: commands, writeConcernError: WCE },
+    });
+
+  /** op 0 breaks the unique index on `u`; op 1 is a valid write. */
+  const conflicting: WriteOp[] = [
+    { kind: 'update', filter: { _id: 1 }, update: { $set: { u: 2 } } },
+    { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
+  ];
+
+  it('maps a duplicate key to a per-op failure when the write concern is met', async () => {
+    const failures = await writer.bulkWrite(ns, conflicting);
+    expect(failures).toEqual([
+      { index: 0, code: 11000, message: expect.stringContaining('E11000') },
+    ]);
+  });
+
+  it('throws WriteConcernFailedError when a write concern error comes with duplicate keys', async () => {
+    await failNext(['update']);
+    const error = await writer.bulkWrite(ns, conflicting).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteConcernFailedError);
+    expect(error).toBeInstanceOf(DestinationWriteError);
+    expect(error).toMatchObject({
+      name: 'WriteConcernFailedError',
+      namespace: `wc.${ns.coll}`,
+      serverMessage: 'waiting for replication timed out',
+      code: 64,
+      errInfo: { wtimeout: true },
+      isRetryable: true,
+    });
+    expect((error as Error).message).toBe(
+      `write concern failed on wc.${ns.coll}: waiting for replication timed out (code 64)`,
+    );
+    expect((error as Error).cause).toBeInstanceOf(MongoBulkWriteError);
+  });
+
+  it('throws WriteConcernFailedError for a write concern error without per-op errors', async () => {
+    await failNext(['delete']);
+    const error = await writer
+      .bulkWrite(ns, [{ kind: 'delete', filter: { _id: 2 } }])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteConcernFailedError);
+  });
+
+  it('rejects every call merged into the failing bulk', async () => {
+    await failNext(['update']);
+    const results = await Promise.allSettled([
+      writer.bulkWrite(ns, [conflicting[0]]),
+      writer.bulkWrite(ns, [conflicting[1]]),
+    ]);
+    for (const r of results) {
+      expect(r.status).toBe('rejected');
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WriteConcernFailedError);
+    }
+  });
+
+  it('throws when the write concern error arrives on a later batch than the write errors', async () => {
+    // Unordered bulks run one command per op type: update first, then delete.
+    await failNext(['delete']);
+    const error = await writer
+      .bulkWrite(ns, [conflicting[0], { kind: 'delete', filter: { _id: 2 } }])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteConcernFailedError);
+  });
+});
+
+describe('MongoChangeWriter with a driver error carrying writeErrors and a write concern error', () => {
+  /** The shape BulkOperationBase.handleWriteError builds when both are in the bulk result. */
+  function bulkErrorWithBoth(): MongoBulkWriteError {
+    const writeErrors = [{ index: 0, code: 11000, errmsg: 'E11000 duplicate key error' }];
+    const result = {
+      getWriteErrors: () => writeErrors,
+      getWriteConcernError: () => ({ code: 100, errmsg: 'Not enough data-bearing nodes' }),
+    };
+    return new MongoBulkWriteError(
+      { message: 'E11000 duplicate key error', code: 11000, writeErrors: writeErrors as never },
+      result as never,
+    );
+  }
+
+  function fakeClient(error: unknown): MongoClient {
+    const collection = { bulkWrite: () => Promise.reject(error) };
+    return { db: () => ({ collection: () => collection }) } as unknown as MongoClient;
+  }
+
+  it('throws instead of reporting the per-op failures', async () => {
+    const writer = new MongoChangeWriter(fakeClient(bulkErrorWithBoth()));
+    const error = await writer
+      .bulkWrite({ db: 'd', coll: 'c' }, [{ kind: 'delete', filter: { _id: 1 } }])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteConcernFailedError);
+    expect(error).toMatchObject({
+      namespace: 'd.c',
+      code: 100,
+      serverMessage: 'Not enough data-bearing nodes',
+    });
+  });
+
+  it('still maps per-op failures when there is no write concern error', async () => {
+    const plain = new MongoBulkWriteError(
+      {
+        message: 'E11000',
+        code: 11000,
+        writeErrors: [{ index: 0, code: 11000, errmsg: 'E11000' }] as never,
+      },
+      { getWriteConcernError: () => undefined } as never,
+    );
+    const writer = new MongoChangeWriter(fakeClient(plain));
+    await expect(
+      writer.bulkWrite({ db: 'd', coll: 'c' }, [{ kind: 'delete', filter: { _id: 1 } }]),
+    ).resolves.toEqual([{ index: 0, code: 11000, message: 'E11000' }]);
+  });
+});
