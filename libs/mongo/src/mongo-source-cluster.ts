@@ -8,7 +8,7 @@ import {
   type SourceCluster,
 } from '@sync/engine';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
-import { MongoServerError, type ClientSession, type FindOptions, type MongoClient } from 'mongodb';
+import { MongoServerError, type MongoClient } from 'mongodb';
 
 /** CollectionUUIDMismatch, NamespaceNotFound, QueryPlanKilled (drop/rename killed the cursor). */
 const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
@@ -124,29 +124,28 @@ export class MongoSourceCluster implements SourceCluster {
     collection: string,
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
-    const find: FindOptions & { collectionUUID?: Binary } = {
-      raw: true,
-      batchSize: options.batchSize,
-    };
+    // A raw find command: the driver's find() drops options it does not know (collectionUUID),
+    // and the read concern is stated here so afterClusterTime cannot be lost on the way.
+    const command: Document = { find: collection, filter: {}, batchSize: options.batchSize };
     if (options.range === 'natural') {
-      find.hint = { $natural: 1 };
+      command.hint = { $natural: 1 };
     } else {
-      find.hint = { _id: 1 };
-      if ('min' in options.range) find.min = { _id: options.range.min };
-      if ('max' in options.range) find.max = { _id: options.range.max };
+      command.hint = { _id: 1 };
+      if ('min' in options.range) command.min = { _id: options.range.min };
+      if ('max' in options.range) command.max = { _id: options.range.max };
     }
     if (options.uuid !== undefined && (await this.supportsCollectionUUID())) {
-      find.collectionUUID = new Binary(Buffer.from(options.uuid, 'hex'), Binary.SUBTYPE_UUID);
+      command.collectionUUID = new Binary(Buffer.from(options.uuid, 'hex'), Binary.SUBTYPE_UUID);
     }
-    let session: ClientSession | undefined;
-    if (options.afterClusterTime) {
-      // Majority reads (the client's read concern) causally after T0: a write acknowledged
-      // before T0 is waited for even if it was not majority-committed yet.
-      session = this.client.startSession({ causalConsistency: true });
-      session.advanceOperationTime(options.afterClusterTime);
-      find.session = session;
-    }
-    const cursor = this.client.db(database).collection(collection).find({}, find);
+    // Majority reads causally after T0: a write acknowledged before T0 is waited for even if it
+    // was not majority-committed yet.
+    command.readConcern = options.afterClusterTime
+      ? { level: 'majority', afterClusterTime: options.afterClusterTime }
+      : { level: 'majority' };
+    const cursor = this.client
+      .db(database)
+      .runCursorCommand(command, { raw: true } as never)
+      .setBatchSize(options.batchSize);
     const maxBytes = options.maxBatchBytes ?? Infinity;
     try {
       let documents: Document[] = [];
@@ -177,7 +176,6 @@ export class MongoSourceCluster implements SourceCluster {
       throw error;
     } finally {
       await cursor.close().catch(() => undefined);
-      await session?.endSession().catch(() => undefined);
     }
   }
 
