@@ -43,10 +43,16 @@ export interface Cluster {
   uriFor(user?: User): string;
 }
 
-export async function startCluster(name: string, auth: boolean): Promise<Cluster> {
+export async function startCluster(
+  name: string,
+  auth: boolean,
+  /** Change history the emulator keeps (entries); small values make history loss testable. */
+  history?: number,
+): Promise<Cluster> {
   const { uri, process } = await startEmulatorReplicaSet({
     name,
     users: auth ? AUTH_USERS : [],
+    ...(history !== undefined ? { history } : {}),
   });
   return {
     uri,

@@ -1,7 +1,9 @@
 import type { NamespacePredicate } from './ports';
 
-/** The engine's own metadata database on the destination (SPEC §4.7). */
-export const RESERVED_DB = 'sync_reserved_for_internal_use';
+import { INTERNAL_DATABASE } from '../ports/job-store';
+
+/** The engine's own metadata database on the destination (SPEC §4.7); one constant. */
+export const RESERVED_DB = INTERNAL_DATABASE;
 
 /** Databases that belong to the server, never to the user. */
 const SERVER_DBS = new Set(['admin', 'local', 'config']);

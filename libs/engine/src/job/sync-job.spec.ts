@@ -442,6 +442,33 @@ describe('SyncJob', () => {
     expect(again.progress().directionMapping).toMatchObject({ Destination: 'cluster0: a:27017' });
   });
 
+  it('a collection renamed on the source while partitions are planned is still copied (by UUID)', async () => {
+    const { src, dst, directory } = world();
+    const sample = src.sampleSortedIds.bind(src);
+    let renamed = false;
+    src.sampleSortedIds = async (db, coll, size) => {
+      const ids = await sample(db, coll, size);
+      if (!renamed && coll === 'c1') {
+        renamed = true;
+        const shop = src.databases.get('shop')!;
+        shop.set('moved', shop.get('c1')!);
+        shop.delete('c1');
+      }
+      return ids;
+    };
+    const job = await boot(directory);
+    await job.start(request());
+    await job.idle();
+    expect(renamed).toBe(true);
+    // The destination keeps the listed name until the rename event is applied; no data lost.
+    const copied = dst.collection('shop', 'c1')!.documents.map((d) => BSON.serialize(d).toString());
+    const source = src
+      .collection('shop', 'moved')!
+      .documents.map((d) => BSON.serialize(d).toString());
+    expect(copied.sort()).toEqual(source.sort());
+    expect(copied).toHaveLength(300);
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>

@@ -7,55 +7,28 @@ import {
   type SyncOperation,
   type SyncState,
 } from '@sync/contracts';
-import { HistoryLostError } from '../apply/errors';
-import type { CopierOptions } from '../copy/copier';
-import type { PartitioningOptions } from '../copy/partition-planner';
+import { describeError, errorNameOf, failureRecord } from './failure';
 import {
+  canCommitNow,
   COMMIT_DONE,
   commitStepIndex,
   destinationWritable,
   runCommitSteps,
 } from '../operations/commit';
 import { findPersistedJob } from '../operations/restore';
-import { reverseJob } from '../operations/reverse';
-import { startJob, type TopologyCheck } from '../operations/start';
+import { assertReversible, reverseJob } from '../operations/reverse';
+import { startJob } from '../operations/start';
 import { systemClock, type Clock } from '../ports/clock';
-import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, PersistedJob } from '../ports/job-store';
 import { renderProgress, snapshotOf as progressSnapshot } from '../progress/progress-snapshot';
 import type { SyncEngine } from '../sync-engine';
-import { JobSession } from './job-session';
-import type { SyncPhases } from './phases';
-import { SyncRunner } from './sync-runner';
 
-export interface SyncJobOptions {
-  clusters: ClusterDirectory;
-  logger: EngineLogger;
-  /** This instance's id (`--id`); a lone instance defaults to "worker". */
-  syncID?: string;
-  /** Set when another instance coordinates this one; defaults to syncID (alone or coordinator). */
-  coordinatorID?: string;
-  clock?: Clock;
-  copier?: Partial<CopierOptions>;
-  partitioning?: Partial<PartitioningOptions>;
-  /** Topology rules of the start request (throws ApiError); defaults to @sync/contracts' rules. */
-  checkTopology?: TopologyCheck;
-  phases?: SyncPhases;
-  /** Called when the sync fails for good (the process stays up; progress shows the failure). */
-  onFatal?: (error: Error) => void;
-  /** Scrubs secrets from failure texts shown in progress (the adapters know the URIs). */
-  redact?: (text: string) => string;
-  /** Releases adapter resources (client connections) on close. */
-  onClose?: () => Promise<void>;
-  /** Pause between retries of the boot-time restore while a cluster is unreachable. */
-  restoreRetryMs?: number;
-  /** Transient failures retried in a row before the sync stops (see SyncRunner). */
-  maxTransientRetries?: number;
-  retryBaseMs?: number;
-  /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
-  onCommitStep?: (step: string) => Promise<void>;
-}
+export type { SyncJobOptions };
+import type { JobSession } from './job-session';
+import { createRunner, openSession } from './job-runtime';
+import type { SyncJobOptions } from './sync-job-options';
+import type { SyncRunner } from './sync-runner';
 
 /**
  * The state machine of one sync instance (SPEC §3), a facade over the operations:
@@ -223,25 +196,7 @@ export class SyncJob implements SyncEngine {
   /** SPEC §4.6: swap roles and follow the old destination's changes from the commit point. */
   async reverse(): Promise<void> {
     this.guard('reverse');
-    const job = this.session?.job;
-    if (!job?.request.reversible || !job.request.enableUserWriteBlocking) {
-      throw new ApiError(
-        'ReverseNotAllowed',
-        'reverse needs a committed sync that was started with reversible: true (and enableUserWriteBlocking: true).',
-      );
-    }
-    if (!this.options.phases?.changeApplication) {
-      throw new ApiError(
-        'InvalidState',
-        'reverse is not available: this build has no change event application.',
-      );
-    }
-    if (!job.commit?.destinationTime) {
-      throw new ApiError(
-        'ReverseNotAllowed',
-        'the commit did not record the destination time a reverse starts from.',
-      );
-    }
+    assertReversible(this.session?.job, !!this.options.phases?.changeApplication);
     await this.exclusive('reverse', async () => {
       await this.transition('REVERSING');
       await this.runReverse();
@@ -296,40 +251,18 @@ export class SyncJob implements SyncEngine {
 
   /** Makes a loaded job current, with a runner over it. */
   private adopt(persisted: PersistedJob, hosts: { source: string; destination: string }): void {
-    const { clusters } = this.options;
-    const { job } = persisted;
-    const make = (p: PersistedJob) =>
-      new JobSession(
-        p.job,
-        p.partitions,
-        clusters.source(p.job.source.name),
-        clusters.destination(p.job.destination.name),
-        clusters.jobStore(p.job.destination.name),
-        hosts,
-        this.clock,
-      );
-    this.session = make(persisted);
-    this.runner = new SyncRunner(
-      {
-        syncID: this.syncID,
-        logger: this.logger,
-        clock: this.clock,
-        copier: this.options.copier,
-        partitioning: this.options.partitioning,
-        changeApplication: this.options.phases?.changeApplication,
-        maxTransientRetries: this.options.maxTransientRetries,
-        retryBaseMs: this.options.retryBaseMs,
+    const open = (p: PersistedJob) => openSession(p, hosts, this.options.clusters, this.clock);
+    this.session = open(persisted);
+    const store = this.options.clusters.jobStore(persisted.job.destination.name);
+    this.runner = createRunner(this.options, this.syncID, this.clock, {
+      session: () => this.session!,
+      reload: async () => {
+        const again = await store.load();
+        if (again) this.session = open(again);
+        return this.session!;
       },
-      {
-        session: () => this.session!,
-        reload: async () => {
-          const again = await clusters.jobStore(job.destination.name).load();
-          if (again) this.session = make(again);
-          return this.session!;
-        },
-        onPermanentFailure: (error) => this.recordFailure(error),
-      },
-    );
+      onPermanentFailure: (error) => this.recordFailure(error),
+    });
   }
 
   private startCommit(): void {
@@ -383,24 +316,16 @@ export class SyncJob implements SyncEngine {
   /** A failure the sync cannot continue past: persisted (a restart shows it), never skipped. */
   private async recordFailure(error: Error): Promise<void> {
     if (this.closed) return;
-    const located = error as Error & { namespace?: string; eventTime?: JobRecord['t0'] };
+    const record = failureRecord(error, this.failureText(error), new Date(this.clock.now()));
     this.logger.error('sync failed', {
-      error: errorNameOf(error),
-      description: this.failureText(error),
-      namespace: located.namespace,
-      eventTime: located.eventTime?.toString(),
+      error: record.error,
+      description: record.message,
+      namespace: record.namespace,
+      eventTime: record.eventTime?.toString(),
       state: this.current,
     });
     await this.session
-      ?.save((job) => {
-        job.failure = {
-          error: errorNameOf(error),
-          message: this.failureText(error),
-          ...(located.namespace ? { namespace: located.namespace } : {}),
-          ...(located.eventTime ? { eventTime: located.eventTime } : {}),
-          at: new Date(this.clock.now()),
-        };
-      })
+      ?.save((job) => void (job.failure = record))
       .catch((e: unknown) =>
         this.logger.error('persisting the failure failed', { error: describeError(e) }),
       );
@@ -434,13 +359,7 @@ export class SyncJob implements SyncEngine {
   }
 
   private canCommit(): boolean {
-    const session = this.session;
-    const runner = this.runner;
-    if (this.current !== 'RUNNING' || !session || !runner?.active) return false;
-    if (session.job.failure || (runner.failure && !runner.retrying)) return false;
-    if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
-    const status = runner.status();
-    return !status.copying && status.changeApplication?.readyToCommit === true;
+    return canCommitNow(this.current, this.session, this.runner);
   }
 
   private assertNotFailed(operation: string): void {
@@ -457,15 +376,5 @@ export class SyncJob implements SyncEngine {
   }
 }
 
-/** Whether the destination accepts writes (exposed for the progress renderer). */
 export { destinationWritable };
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
-/** Stable name shown in progress.error: the API's name for history loss, else the class. */
-export function errorNameOf(error: Error): string {
-  if (error instanceof HistoryLostError || error.name === 'HistoryLostError') return 'HistoryLost';
-  return error.name;
-}
+export { errorNameOf };

@@ -127,3 +127,19 @@ export async function runCommitSteps(
     await afterStep?.(step.name);
   }
 }
+
+/**
+ * canCommit (SEED-API §2.5): the initial copy done, no collection waiting to be copied (nothing
+ * can re-open copying before the commit), no failure, and change events applied with small lag.
+ */
+export function canCommitNow(
+  state: string,
+  session: JobSession | null,
+  runner: SyncRunner | null,
+): boolean {
+  if (state !== 'RUNNING' || !session || !runner?.active) return false;
+  if (session.job.failure || (runner.failure && !runner.retrying)) return false;
+  if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
+  const status = runner.status();
+  return !status.copying && status.changeApplication?.readyToCommit === true;
+}

@@ -1,8 +1,31 @@
+import { ApiError } from '@sync/contracts';
 import { keyOf } from '../catalog/namespace-catalog';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import { planDestinationIndexes } from '../prepare/index-relaxation';
+
+/** `reverse` needs a committed reversible job whose commit recorded the destination time. */
+export function assertReversible(job: JobRecord | undefined, hasChangeApplication: boolean): void {
+  if (!job?.request.reversible || !job.request.enableUserWriteBlocking) {
+    throw new ApiError(
+      'ReverseNotAllowed',
+      'reverse needs a committed sync that was started with reversible: true (and enableUserWriteBlocking: true).',
+    );
+  }
+  if (!hasChangeApplication) {
+    throw new ApiError(
+      'InvalidState',
+      'reverse is not available: this build has no change event application.',
+    );
+  }
+  if (!job.commit?.destinationTime) {
+    throw new ApiError(
+      'ReverseNotAllowed',
+      'the commit did not record the destination time a reverse starts from.',
+    );
+  }
+}
 
 /**
  * SPEC §4.6, the swap: the old destination becomes the source from its commit-time cluster

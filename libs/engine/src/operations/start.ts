@@ -1,5 +1,6 @@
 import {
   ApiError,
+  checkRequestRules,
   checkTopologyRules,
   UnsafeRegexError,
   type ClusterShape,
@@ -24,32 +25,7 @@ export function validateRequest(
   request: StartRequest,
   clusters: ClusterDirectory,
 ): NamespaceFilter {
-  for (const name of [request.source, request.destination]) {
-    if (!clusters.names().includes(name)) {
-      throw new ApiError(
-        'UnknownCluster',
-        `cluster ${JSON.stringify(name)} was not configured at launch.`,
-      );
-    }
-  }
-  if (request.source === request.destination) {
-    throw new ApiError(
-      'SameSourceAndDestination',
-      'source and destination must be different clusters.',
-    );
-  }
-  if (request.reversible && request.buildIndexes === 'never') {
-    throw new ApiError(
-      'NeverWithReversible',
-      'buildIndexes "never" cannot be combined with reversible: true.',
-    );
-  }
-  if (request.reversible && !request.enableUserWriteBlocking) {
-    throw new ApiError(
-      'ReversibleRequiresWriteBlocking',
-      'reversible: true requires enableUserWriteBlocking: true.',
-    );
-  }
+  checkRequestRules(request, clusters.names());
   try {
     return new NamespaceFilter(request.includeNamespaces, request.excludeNamespaces);
   } catch (error) {

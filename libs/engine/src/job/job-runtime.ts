@@ -1,0 +1,47 @@
+import type { Clock } from '../ports/clock';
+import type { ClusterDirectory } from '../ports/cluster-directory';
+import type { PersistedJob } from '../ports/job-store';
+import { JobSession } from './job-session';
+import type { SyncJobOptions } from './sync-job-options';
+import { SyncRunner, type RunnerHooks } from './sync-runner';
+
+/** A session over a loaded job, with the ports of its current direction. */
+export function openSession(
+  persisted: PersistedJob,
+  hosts: { source: string; destination: string },
+  clusters: ClusterDirectory,
+  clock: Clock,
+): JobSession {
+  const { job, partitions } = persisted;
+  return new JobSession(
+    job,
+    partitions,
+    clusters.source(job.source.name),
+    clusters.destination(job.destination.name),
+    clusters.jobStore(job.destination.name),
+    hosts,
+    clock,
+  );
+}
+
+/** The background runner of a job, tuned from the engine's options. */
+export function createRunner(
+  options: SyncJobOptions,
+  syncID: string,
+  clock: Clock,
+  hooks: RunnerHooks,
+): SyncRunner {
+  return new SyncRunner(
+    {
+      syncID,
+      logger: options.logger,
+      clock,
+      copier: options.copier,
+      partitioning: options.partitioning,
+      changeApplication: options.phases?.changeApplication,
+      maxTransientRetries: options.maxTransientRetries,
+      retryBaseMs: options.retryBaseMs,
+    },
+    hooks,
+  );
+}

@@ -1,0 +1,35 @@
+import type { CopierOptions } from '../copy/copier';
+import type { PartitioningOptions } from '../copy/partition-planner';
+import type { TopologyCheck } from '../operations/start';
+import type { Clock } from '../ports/clock';
+import type { ClusterDirectory } from '../ports/cluster-directory';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { SyncPhases } from './phases';
+
+export interface SyncJobOptions {
+  clusters: ClusterDirectory;
+  logger: EngineLogger;
+  /** This instance's id (`--id`); a lone instance defaults to "worker". */
+  syncID?: string;
+  /** Set when another instance coordinates this one; defaults to syncID (alone or coordinator). */
+  coordinatorID?: string;
+  clock?: Clock;
+  copier?: Partial<CopierOptions>;
+  partitioning?: Partial<PartitioningOptions>;
+  /** Topology rules of the start request (throws ApiError); defaults to @sync/contracts' rules. */
+  checkTopology?: TopologyCheck;
+  phases?: SyncPhases;
+  /** Called when the sync fails for good (the process stays up; progress shows the failure). */
+  onFatal?: (error: Error) => void;
+  /** Scrubs secrets from failure texts shown in progress (the adapters know the URIs). */
+  redact?: (text: string) => string;
+  /** Releases adapter resources (client connections) on close. */
+  onClose?: () => Promise<void>;
+  /** Pause between retries of the boot-time restore while a cluster is unreachable. */
+  restoreRetryMs?: number;
+  /** Transient failures retried in a row before the sync stops (see SyncRunner). */
+  maxTransientRetries?: number;
+  retryBaseMs?: number;
+  /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
+  onCommitStep?: (step: string) => Promise<void>;
+}

@@ -1,0 +1,80 @@
+import { mergeSnapshots, renderProgress, type ProgressSnapshot } from './progress-snapshot';
+
+const base = (overrides: Partial<ProgressSnapshot>): ProgressSnapshot => ({
+  state: 'RUNNING',
+  canCommit: true,
+  canWrite: false,
+  copyStarted: true,
+  copyDone: true,
+  estimatedTotalBytes: 1000,
+  copiedBytes: 400,
+  changeApplication: { lagTimeSeconds: 2, totalEventsApplied: 10, readyToCommit: true },
+  sourceMapping: 'cluster0: a:1',
+  destinationMapping: 'cluster1: b:1',
+  syncID: 'shard0',
+  coordinatorID: 'shard0',
+  failure: null,
+  sourceWriteBlocked: false,
+  commitStep: null,
+  commitFailure: null,
+  failureDetail: null,
+  retrying: null,
+  namespaces: { total: 2, copied: 2 },
+  ...overrides,
+});
+
+describe('progress snapshots', () => {
+  it('merge: copied bytes summed, total global, worst lag, canCommit only when all can', () => {
+    const merged = mergeSnapshots([
+      base({ copiedBytes: 400 }),
+      base({
+        syncID: 'shard1',
+        copiedBytes: 500,
+        canCommit: false,
+        changeApplication: { lagTimeSeconds: 7, totalEventsApplied: 5, readyToCommit: false },
+      }),
+    ])!;
+    expect(merged).toMatchObject({
+      canCommit: false,
+      copiedBytes: 900,
+      estimatedTotalBytes: 1000,
+      changeApplication: { lagTimeSeconds: 7, totalEventsApplied: 15, readyToCommit: false },
+      namespaces: { total: 4, copied: 4 },
+    });
+    expect(renderProgress(merged).collectionCopy).toEqual({
+      estimatedTotalBytes: 900,
+      estimatedCopiedBytes: 900,
+    });
+  });
+
+  it('merge: the least advanced state wins and an unknown lag stays unknown', () => {
+    const merged = mergeSnapshots([
+      base({ state: 'COMMITTED' }),
+      base({ state: 'COMMITTING', changeApplication: null }),
+    ])!;
+    expect(merged.state).toBe('COMMITTING');
+    expect(merged.changeApplication).toBeNull();
+    expect(mergeSnapshots([])).toBeNull();
+  });
+
+  it('render: failure with where it happened, commit failure, source write block', () => {
+    const progress = renderProgress(
+      base({
+        state: 'COMMITTING',
+        failure: 'DestinationWriteError: rejected',
+        failureDetail: { error: 'DestinationWriteError', namespace: 'shop.items', eventTime: '5' },
+        commitFailure: { step: 'indexesRestored', error: 'MongoServerError', message: 'dup' },
+        sourceWriteBlocked: true,
+      }),
+    );
+    expect(progress).toMatchObject({
+      error: 'DestinationWriteError',
+      failure: 'DestinationWriteError: rejected',
+      failureNamespace: 'shop.items',
+      failureEventTime: '5',
+      commitFailure: { step: 'indexesRestored', retry: expect.stringMatching(/commit again/) },
+      sourceWriteBlocked: true,
+    });
+    expect(renderProgress(base({ state: 'IDLE' }))).not.toHaveProperty('namespaces');
+  });
+});
