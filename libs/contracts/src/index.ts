@@ -21,3 +21,4 @@ export * from './validation/request-rules';
 export * from './validation/validate-start-request';
 export * from './validation/validate-empty-request';
 export * from './connection-string';
+export * from './command-id';

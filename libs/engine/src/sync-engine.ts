@@ -1,4 +1,4 @@
-import type { Progress, StartRequest, SyncState } from '@sync/contracts';
+import type { CommandOptions, Progress, StartRequest, SyncState } from '@sync/contracts';
 
 /**
  * What the HTTP layer drives: one sync instance. Every method either succeeds or throws an
@@ -7,13 +7,13 @@ import type { Progress, StartRequest, SyncState } from '@sync/contracts';
 export interface SyncEngine {
   readonly state: SyncState;
   /** Validates against the clusters, persists the job, moves IDLE → RUNNING. */
-  start(request: StartRequest): Promise<void>;
+  start(request: StartRequest, options?: CommandOptions): Promise<void>;
   /** A snapshot; never throws except NotReady while INITIALIZING. */
   progress(): Progress;
-  pause(): Promise<void>;
-  resume(): Promise<void>;
-  commit(): Promise<void>;
-  reverse(): Promise<void>;
+  pause(options?: CommandOptions): Promise<void>;
+  resume(options?: CommandOptions): Promise<void>;
+  commit(options?: CommandOptions): Promise<void>;
+  reverse(options?: CommandOptions): Promise<void>;
   /** Stops background work (shutdown); persisted state stays as it is. */
   close(): Promise<void>;
 }

@@ -67,6 +67,15 @@ describe('HTTP API /api/v1', () => {
     expect(progress.body.progress.state).toBe('RUNNING');
   });
 
+  it('passes X-Command-Id to the engine and refuses a malformed one', async () => {
+    await post('start', start, { 'x-command-id': 'cmd-1' });
+    await post('pause', {}, { 'X-Command-Id': 'cmd:2' });
+    expect(engine.commandIds).toEqual(['cmd-1', 'cmd:2']);
+    const bad = await json(await post('resume', {}, { 'x-command-id': 'has space' }));
+    expect(bad).toMatchObject({ status: 400, body: { success: false, error: 'InvalidRequest' } });
+    expect(engine.state).toBe('PAUSED');
+  });
+
   it('drives pause, resume and commit, and answers wrong states with 409', async () => {
     await post('start', start);
     expect((await json(await post('resume', {}))).body).toEqual({

@@ -1,5 +1,11 @@
-import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
-import { applyProgressRules, validateEmptyRequest, validateStartRequest } from '@sync/contracts';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Post } from '@nestjs/common';
+import {
+  COMMAND_ID_HEADER,
+  applyProgressRules,
+  parseCommandId,
+  validateEmptyRequest,
+  validateStartRequest,
+} from '@sync/contracts';
 import { EngineHolder } from '../engine/engine-holder';
 import { CLUSTER_NAMES } from '../engine/engine.tokens';
 import { SUCCESS, type ProgressBody, type SuccessBody } from './api-envelope';
@@ -18,9 +24,12 @@ export class SyncController {
 
   @Post('start')
   @HttpCode(200)
-  async start(@Body() body: unknown): Promise<SuccessBody> {
+  async start(
+    @Body() body: unknown,
+    @Headers(COMMAND_ID_HEADER) commandId?: string,
+  ): Promise<SuccessBody> {
     const request = validateStartRequest(body, { clusterNames: this.clusterNames });
-    await this.engines.current().start(request);
+    await this.engines.current().start(request, { commandId: parseCommandId(commandId) });
     return SUCCESS;
   }
 
@@ -31,33 +40,45 @@ export class SyncController {
 
   @Post('pause')
   @HttpCode(200)
-  async pause(@Body() body: unknown): Promise<SuccessBody> {
+  async pause(
+    @Body() body: unknown,
+    @Headers(COMMAND_ID_HEADER) commandId?: string,
+  ): Promise<SuccessBody> {
     validateEmptyRequest(body, 'pause');
-    await this.engines.current().pause();
+    await this.engines.current().pause({ commandId: parseCommandId(commandId) });
     return SUCCESS;
   }
 
   @Post('resume')
   @HttpCode(200)
-  async resume(@Body() body: unknown): Promise<SuccessBody> {
+  async resume(
+    @Body() body: unknown,
+    @Headers(COMMAND_ID_HEADER) commandId?: string,
+  ): Promise<SuccessBody> {
     validateEmptyRequest(body, 'resume');
-    await this.engines.current().resume();
+    await this.engines.current().resume({ commandId: parseCommandId(commandId) });
     return SUCCESS;
   }
 
   @Post('commit')
   @HttpCode(200)
-  async commit(@Body() body: unknown): Promise<SuccessBody> {
+  async commit(
+    @Body() body: unknown,
+    @Headers(COMMAND_ID_HEADER) commandId?: string,
+  ): Promise<SuccessBody> {
     validateEmptyRequest(body, 'commit');
-    await this.engines.current().commit();
+    await this.engines.current().commit({ commandId: parseCommandId(commandId) });
     return SUCCESS;
   }
 
   @Post('reverse')
   @HttpCode(200)
-  async reverse(@Body() body: unknown): Promise<SuccessBody> {
+  async reverse(
+    @Body() body: unknown,
+    @Headers(COMMAND_ID_HEADER) commandId?: string,
+  ): Promise<SuccessBody> {
     validateEmptyRequest(body, 'reverse');
-    await this.engines.current().reverse();
+    await this.engines.current().reverse({ commandId: parseCommandId(commandId) });
     return SUCCESS;
   }
 }

@@ -1,5 +1,6 @@
 import {
   assertOperationAllowed,
+  type CommandOptions,
   type Progress,
   type StartRequest,
   type SyncState,
@@ -11,11 +12,14 @@ export class FakeSyncEngine implements SyncEngine {
   state: SyncState = 'IDLE';
   canCommit = false;
   started: StartRequest[] = [];
+  /** Command ids the operations were called with, in order. */
+  commandIds: Array<string | undefined> = [];
   closed = false;
   /** When set, the next operation throws it (the engine refusing, e.g. a topology rule). */
   failNext: Error | null = null;
 
-  async start(request: StartRequest): Promise<void> {
+  async start(request: StartRequest, options?: CommandOptions): Promise<void> {
+    this.commandIds.push(options?.commandId);
     this.throwIfAsked();
     assertOperationAllowed('start', this.state);
     this.started.push(request);
@@ -37,19 +41,23 @@ export class FakeSyncEngine implements SyncEngine {
     };
   }
 
-  async pause(): Promise<void> {
+  async pause(options?: CommandOptions): Promise<void> {
+    this.commandIds.push(options?.commandId);
     this.move('pause', 'PAUSED');
   }
 
-  async resume(): Promise<void> {
+  async resume(options?: CommandOptions): Promise<void> {
+    this.commandIds.push(options?.commandId);
     this.move('resume', 'RUNNING');
   }
 
-  async commit(): Promise<void> {
+  async commit(options?: CommandOptions): Promise<void> {
+    this.commandIds.push(options?.commandId);
     this.move('commit', 'COMMITTED');
   }
 
-  async reverse(): Promise<void> {
+  async reverse(options?: CommandOptions): Promise<void> {
+    this.commandIds.push(options?.commandId);
     this.move('reverse', 'RUNNING');
   }
 

@@ -1,6 +1,10 @@
 import { HistoryLostError } from '../apply/errors';
 import type { FailureRecord, JobRecord } from '../ports/job-store';
 
+export function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -469,6 +469,27 @@ describe('SyncJob', () => {
     expect(copied).toHaveLength(300);
   });
 
+  it('commands with an id apply once: a re-delivery succeeds and changes nothing, also after a restart', async () => {
+    const { directory } = world();
+    const fake = fakeApplication();
+    const job = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await job.start(request(), { commandId: 'start-1' });
+    await job.start(request(), { commandId: 'start-1' }); // re-delivered: success, no NotIdle
+    await expectApiError(job.start(request(), { commandId: 'start-2' }), 'NotIdle');
+    await job.pause({ commandId: 'pause-1' });
+    await job.pause({ commandId: 'pause-1' });
+    expect(job.state).toBe('PAUSED');
+    await expectApiError(job.resume({ commandId: 'pause-1' }), 'InvalidRequest');
+    await job.close();
+    const again = await boot(directory, { phases: { changeApplication: fake.factory } });
+    await again.pause({ commandId: 'pause-1' }); // remembered in the job document
+    await again.resume({ commandId: 'resume-1' });
+    await again.resume({ commandId: 'resume-1' });
+    expect(again.state).toBe('RUNNING');
+    expect(again.job!.commands!.map((c) => c.id)).toEqual(['start-1', 'pause-1', 'resume-1']);
+    await again.close();
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>

@@ -2,25 +2,27 @@ import {
   ApiError,
   assertOperationAllowed,
   wrongStateError,
+  type CommandOptions,
   type Progress,
   type StartRequest,
   type SyncOperation,
   type SyncState,
 } from '@sync/contracts';
-import { describeError, errorNameOf, failureRecord } from './failure';
+import { asError, describeError, errorNameOf, failureRecord } from './failure';
+import { commandRecord, commandSeen, rememberCommand } from './commands';
 import {
+  assertCommitReady,
   canCommitNow,
-  COMMIT_DONE,
   commitStepIndex,
   destinationWritable,
-  runCommitSteps,
+  runCommit,
 } from '../operations/commit';
 import { findPersistedJob } from '../operations/restore';
 import { assertReversible, reverseJob } from '../operations/reverse';
 import { startJob } from '../operations/start';
 import { systemClock, type Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { JobRecord, PersistedJob } from '../ports/job-store';
+import type { CommandRecord, JobRecord, PersistedJob } from '../ports/job-store';
 import { renderProgress, snapshotOf as progressSnapshot } from '../progress/progress-snapshot';
 import type { SyncEngine } from '../sync-engine';
 
@@ -99,10 +101,12 @@ export class SyncJob implements SyncEngine {
     }
   }
 
-  async start(request: StartRequest): Promise<void> {
+  async start(request: StartRequest, options?: CommandOptions): Promise<void> {
+    if (this.seen('start', options)) return;
     this.guard('start');
     await this.exclusive('start', async () => {
       const started = await startJob(request, {
+        command: commandRecord('start', options, this.clock),
         clusters: this.options.clusters,
         syncID: this.syncID,
         logger: this.logger,
@@ -134,20 +138,22 @@ export class SyncJob implements SyncEngine {
     );
   }
 
-  async pause(): Promise<void> {
+  async pause(options?: CommandOptions): Promise<void> {
+    if (this.seen('pause', options)) return;
     this.guard('pause');
     await this.exclusive('pause', async () => {
       await this.runner?.stop();
-      await this.transition('PAUSED');
+      await this.transition('PAUSED', commandRecord('pause', options, this.clock));
       this.logger.info('sync paused');
     });
   }
 
-  async resume(): Promise<void> {
+  async resume(options?: CommandOptions): Promise<void> {
+    if (this.seen('resume', options)) return;
     this.guard('resume');
     this.assertNotFailed('resume');
     await this.exclusive('resume', async () => {
-      await this.transition('RUNNING');
+      await this.transition('RUNNING', commandRecord('resume', options, this.clock));
       this.runner!.start();
       this.logger.info('sync resumed');
     });
@@ -158,33 +164,28 @@ export class SyncJob implements SyncEngine {
    * (progress: `waiting for commit to complete`, then COMMITTED / `commit completed`). In
    * COMMITTING after a failed step, `commit` retries from that step.
    */
-  async commit(): Promise<void> {
+  async commit(options?: CommandOptions): Promise<void> {
+    if (this.seen('commit', options)) return;
+    const command = commandRecord('commit', options, this.clock);
     const retry =
       this.current === 'COMMITTING' && !!this.session?.job.commit?.failed && !this.commitRun;
     if (!retry) this.guard('commit');
-    if (!this.options.phases?.changeApplication) {
-      throw new ApiError(
-        'InvalidState',
-        'commit is not available: this build has no change event application, so the destination cannot be brought to a commit point.',
-      );
-    }
-    if (!retry && !this.canCommit()) {
-      const failure = this.runner?.failure;
-      throw new ApiError(
-        'CommitNotReady',
-        failure && !this.runner?.retrying
-          ? `commit is not possible: the sync failed (${this.failureText(failure)}).`
-          : 'commit needs canCommit: the copy must be done and change events applied with small lag.',
-      );
-    }
+    const failure = this.runner?.failure;
+    assertCommitReady({
+      hasChangeApplication: !!this.options.phases?.changeApplication,
+      ready: retry || this.canCommit(),
+      failure: failure && !this.runner?.retrying ? this.failureText(failure) : null,
+    });
     await this.exclusive('commit', async () => {
       if (retry) {
+        await this.session!.save((job) => rememberCommand(job, command));
         if (commitStepIndex(this.session!.job.commit!.step) < commitStepIndex('drained'))
           this.runner!.start();
       } else {
         await this.session!.save((job) => {
           job.commit = { step: 'started' };
           job.state = 'COMMITTING';
+          rememberCommand(job, command);
         });
         this.current = 'COMMITTING';
       }
@@ -194,11 +195,12 @@ export class SyncJob implements SyncEngine {
   }
 
   /** SPEC §4.6: swap roles and follow the old destination's changes from the commit point. */
-  async reverse(): Promise<void> {
+  async reverse(options?: CommandOptions): Promise<void> {
+    if (this.seen('reverse', options)) return;
     this.guard('reverse');
     assertReversible(this.session?.job, !!this.options.phases?.changeApplication);
     await this.exclusive('reverse', async () => {
-      await this.transition('REVERSING');
+      await this.transition('REVERSING', commandRecord('reverse', options, this.clock));
       await this.runReverse();
     });
   }
@@ -268,28 +270,18 @@ export class SyncJob implements SyncEngine {
   private startCommit(): void {
     const abort = new AbortController();
     this.commitAbort = abort;
-    const run = (async () => {
-      await runCommitSteps(
-        { session: this.session!, runner: this.runner!, signal: abort.signal, logger: this.logger },
-        this.options.onCommitStep,
-      );
-      await this.session!.save((job) => {
-        job.commit = { ...job.commit!, step: COMMIT_DONE };
-        job.state = 'COMMITTED';
-      });
-      this.current = 'COMMITTED';
-      this.logger.info('commit completed', { destination: this.session!.job.destination.name });
-    })();
-    const tracked: Promise<void> = run.then(
-      () => undefined,
+    const run = runCommit(
+      { session: this.session!, runner: this.runner!, signal: abort.signal, logger: this.logger },
+      this.options.onCommitStep,
+    ).then(
+      () => void (this.current = 'COMMITTED'),
       (error: unknown) => {
-        if (!this.closed)
-          this.options.onFatal?.(error instanceof Error ? error : new Error(String(error)));
+        if (!this.closed) this.options.onFatal?.(asError(error));
       },
     );
-    this.commitRun = tracked;
-    void tracked.then(() => {
-      if (this.commitRun === tracked) this.commitRun = null;
+    this.commitRun = run;
+    void run.then(() => {
+      if (this.commitRun === run) this.commitRun = null;
     });
   }
 
@@ -332,9 +324,17 @@ export class SyncJob implements SyncEngine {
     this.options.onFatal?.(error);
   }
 
-  private async transition(state: SyncState): Promise<void> {
+  private async transition(state: SyncState, command?: CommandRecord | null): Promise<void> {
     this.current = state;
-    await this.session?.save((job) => void (job.state = state));
+    await this.session?.save((job) => {
+      job.state = state;
+      rememberCommand(job, command);
+    });
+  }
+
+  /** True when this command id was applied already (the re-delivery succeeds, changes nothing). */
+  private seen(operation: SyncOperation, options?: CommandOptions): boolean {
+    return commandSeen(this.session?.job, operation, options?.commandId);
   }
 
   private guard(operation: SyncOperation): void {

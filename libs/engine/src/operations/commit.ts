@@ -1,4 +1,5 @@
 import type { Timestamp } from 'bson';
+import { ApiError } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import type { SyncRunner } from '../job/sync-runner';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -142,4 +143,38 @@ export function canCommitNow(
   if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
   const status = runner.status();
   return !status.copying && status.changeApplication?.readyToCommit === true;
+}
+
+/** The whole commit: the steps not done yet, then COMMITTED in one job write. */
+export async function runCommit(
+  ctx: Omit<CommitStepContext, 'state'>,
+  afterStep?: (step: string) => Promise<void>,
+): Promise<void> {
+  await runCommitSteps(ctx, afterStep);
+  await ctx.session.save((job) => {
+    job.commit = { ...job.commit!, step: COMMIT_DONE };
+    job.state = 'COMMITTED';
+  });
+  ctx.logger.info('commit completed', { destination: ctx.session.job.destination.name });
+}
+
+/** `commit` is refused with a named error unless the sync can be brought to a commit point. */
+export function assertCommitReady(check: {
+  hasChangeApplication: boolean;
+  ready: boolean;
+  failure: string | null;
+}): void {
+  if (!check.hasChangeApplication) {
+    throw new ApiError(
+      'InvalidState',
+      'commit is not available: this build has no change event application, so the destination cannot be brought to a commit point.',
+    );
+  }
+  if (check.ready) return;
+  throw new ApiError(
+    'CommitNotReady',
+    check.failure
+      ? `commit is not possible: the sync failed (${check.failure}).`
+      : 'commit needs canCommit: the copy must be done and change events applied with small lag.',
+  );
 }

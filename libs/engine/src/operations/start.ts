@@ -10,7 +10,7 @@ import { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { JobRecord } from '../ports/job-store';
+import type { CommandRecord, JobRecord } from '../ports/job-store';
 import { planSync } from '../plan/planner';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
 
@@ -52,6 +52,8 @@ export async function startJob(
     logger: EngineLogger;
     now: Date;
     checkTopology?: TopologyCheck;
+    /** The start command's id, remembered in the job's first write. */
+    command?: CommandRecord | null;
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -91,6 +93,7 @@ export async function startJob(
     namespaces: plan.namespaces,
     nextPartitionSet: 1,
     reversals: 0,
+    ...(deps.command ? { commands: [deps.command] } : {}),
     createdAt: deps.now,
     updatedAt: deps.now,
   };

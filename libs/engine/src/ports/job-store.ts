@@ -122,8 +122,16 @@ export interface JobRecord {
   reversals: number;
   commit?: CommitState;
   failure?: FailureRecord;
+  /** The last state-changing commands applied, by command id (re-delivered ones apply once). */
+  commands?: CommandRecord[];
   createdAt: Date;
   updatedAt: Date;
+}
+
+export interface CommandRecord {
+  id: string;
+  operation: string;
+  at: Date;
 }
 
 export type PartitionStatus = 'pending' | 'done';
