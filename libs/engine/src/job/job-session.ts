@@ -22,6 +22,10 @@ export function deepSnapshot<T>(value: T): T {
   return value;
 }
 
+function doneBytes(partitions: PartitionRecord[]): number {
+  return partitions.filter((p) => p.status === 'done').reduce((sum, p) => sum + p.copiedBytes, 0);
+}
+
 /**
  * One loaded job and the ports of its current direction: what every operation and background
  * phase works on. The job document is the unit of atomicity — `save` applies a mutation and
@@ -32,7 +36,7 @@ export function deepSnapshot<T>(value: T): T {
  */
 export class JobSession {
   readonly catalog: NamespaceCatalog;
-  readonly tally: CopyTally;
+  tally: CopyTally;
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
@@ -46,10 +50,22 @@ export class JobSession {
     private readonly clock: Clock,
   ) {
     this.catalog = new NamespaceCatalog(() => this.record);
-    const done = partitions
-      .filter((p) => p.status === 'done')
-      .reduce((sum, p) => sum + p.copiedBytes, 0);
-    this.tally = new CopyTally(done);
+    this.tally = new CopyTally(doneBytes(partitions));
+  }
+
+  /**
+   * Replaces the in-memory job with what the store holds (after a failed write or a retry).
+   * The session object stays the same, so everyone holding it (a running commit, the runner)
+   * keeps writing through ONE serialised session — two sessions over one job document would
+   * overwrite each other's changes.
+   */
+  async reload(): Promise<void> {
+    await this.writing;
+    const persisted = await this.store.load();
+    if (!persisted) throw new Error('the job document is gone from the destination');
+    this.record = persisted.job;
+    this.partitions = persisted.partitions;
+    this.tally = new CopyTally(doneBytes(persisted.partitions));
   }
 
   get job(): JobRecord {

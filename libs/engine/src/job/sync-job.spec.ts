@@ -490,6 +490,47 @@ describe('SyncJob', () => {
     await again.close();
   });
 
+  it('a transient failure is retried from the persisted state, shown in progress, and the sync goes on', async () => {
+    const { dst, directory } = world();
+    const ok = fakeApplication();
+    let runs = 0;
+    const flaky = (): ChangeApplication => {
+      const inner = ok.factory();
+      return {
+        ...inner,
+        run: async (ctx) => {
+          runs++;
+          if (runs === 1) {
+            await new Promise((r) => setTimeout(r, 20));
+            throw Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
+          }
+          return inner.run(ctx);
+        },
+      };
+    };
+    const fatal: Error[] = [];
+    const job = await boot(directory, {
+      phases: { changeApplication: flaky },
+      retryBaseMs: 150,
+      onFatal: (e) => fatal.push(e),
+    });
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await until(() => job.progress().retrying !== undefined);
+    expect(job.progress()).toMatchObject({
+      state: 'RUNNING',
+      canCommit: false,
+      retrying: { error: expect.stringMatching(/connection reset/), retries: 1 },
+    });
+    await until(() => job.progress().canCommit === true);
+    expect(job.progress().retrying).toBeUndefined();
+    await job.commit();
+    await job.idle();
+    expect(job.state).toBe('COMMITTED');
+    expect(dst.store.job).toMatchObject({ state: 'COMMITTED', commit: { step: 'done' } });
+    expect(dst.store.job!.failure).toBeUndefined();
+    expect(fatal).toEqual([]);
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>

@@ -253,15 +253,13 @@ export class SyncJob implements SyncEngine {
 
   /** Makes a loaded job current, with a runner over it. */
   private adopt(persisted: PersistedJob, hosts: { source: string; destination: string }): void {
-    const open = (p: PersistedJob) => openSession(p, hosts, this.options.clusters, this.clock);
-    this.session = open(persisted);
-    const store = this.options.clusters.jobStore(persisted.job.destination.name);
+    const session = openSession(persisted, hosts, this.options.clusters, this.clock);
+    this.session = session;
     this.runner = createRunner(this.options, this.syncID, this.clock, {
-      session: () => this.session!,
+      session: () => session,
       reload: async () => {
-        const again = await store.load();
-        if (again) this.session = open(again);
-        return this.session!;
+        await session.reload();
+        return session;
       },
       onPermanentFailure: (error) => this.recordFailure(error),
     });
