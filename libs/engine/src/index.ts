@@ -24,3 +24,4 @@ export * from './operations/commit';
 export * from './operations/start';
 export * from './operations/restore';
 export * from './operations/reverse';
+export * from './verify/compare-clusters';

@@ -1,0 +1,171 @@
+import { BSON, type Document } from 'bson';
+import { INTERNAL_DATABASE } from '../ports/job-store';
+import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
+
+/** What a comparison reads: any cluster seen as a source (listing, indexes, `_id`-ordered reads). */
+export type ComparableCluster = Pick<
+  SourceCluster,
+  'listDatabaseNames' | 'listCollections' | 'listIndexes' | 'read'
+>;
+
+export interface ClusterDifference {
+  namespace: string;
+  problem: string;
+}
+
+export interface ComparisonReport {
+  namespaces: number;
+  documents: number;
+  indexes: number;
+  differences: ClusterDifference[];
+}
+
+export interface CompareOptions {
+  /** Only these databases (default: every user database on either side). */
+  databases?: string[];
+  /** Compare index `unique` flags too (false while unique indexes are relaxed during a sync). */
+  compareUnique?: boolean;
+  /** Stop after this many differences. */
+  maxDifferences?: number;
+}
+
+const SERVER_DATABASES = new Set(['admin', 'config', 'local', INTERNAL_DATABASE]);
+
+/**
+ * Compares two clusters namespace by namespace: collection type and options, every document
+ * as serialized BSON bytes in `_id` order (a type change — Int32 to Double — or a field order
+ * change is a difference), and indexes. Memory: one read batch per side at a time.
+ */
+export async function compareClusters(
+  source: ComparableCluster,
+  destination: ComparableCluster,
+  options: CompareOptions = {},
+): Promise<ComparisonReport> {
+  const report: ComparisonReport = { namespaces: 0, documents: 0, indexes: 0, differences: [] };
+  const max = options.maxDifferences ?? 20;
+  const databases = options.databases ?? (await userDatabases(source, destination));
+  for (const db of databases) {
+    const sourceColls = await collectionsOf(source, db);
+    const destColls = await collectionsOf(destination, db);
+    for (const name of [...new Set([...sourceColls.keys(), ...destColls.keys()])].sort()) {
+      const namespace = `${db}.${name}`;
+      const differ = (problem: string) => report.differences.push({ namespace, problem });
+      report.namespaces += 1;
+      const s = sourceColls.get(name);
+      const d = destColls.get(name);
+      if (!s || !d) {
+        differ(s ? 'missing on destination' : 'only on destination');
+        continue;
+      }
+      if (s.type !== d.type) differ(`type ${s.type} vs ${d.type}`);
+      if (!bytesEqual(s.options, d.options)) {
+        differ(s.type === 'view' ? 'view definition differs' : 'collection options differ');
+      }
+      if (s.type !== 'view') {
+        await compareDocuments(source, destination, db, name, report);
+        await compareIndexes(source, destination, db, name, options.compareUnique ?? true, report);
+      }
+      if (report.differences.length >= max) return report;
+    }
+  }
+  return report;
+}
+
+async function userDatabases(a: ComparableCluster, b: ComparableCluster): Promise<string[]> {
+  const names = new Set<string>();
+  for (const cluster of [a, b]) {
+    for (const name of await cluster.listDatabaseNames()) {
+      if (!SERVER_DATABASES.has(name)) names.add(name);
+    }
+  }
+  return [...names].sort();
+}
+
+async function collectionsOf(
+  cluster: ComparableCluster,
+  db: string,
+): Promise<Map<string, CollectionInfo>> {
+  const infos = await cluster.listCollections(db);
+  return new Map(infos.filter((c) => !c.name.startsWith('system.')).map((c) => [c.name, c]));
+}
+
+/** Documents of both sides in `_id` order, one at a time. */
+async function* documents(cluster: ComparableCluster, db: string, coll: string) {
+  for await (const batch of cluster.read(db, coll, { range: {}, batchSize: 1000 })) {
+    yield* batch.documents;
+  }
+}
+
+async function compareDocuments(
+  source: ComparableCluster,
+  destination: ComparableCluster,
+  db: string,
+  coll: string,
+  report: ComparisonReport,
+): Promise<void> {
+  const namespace = `${db}.${coll}`;
+  const a = documents(source, db, coll)[Symbol.asyncIterator]();
+  const b = documents(destination, db, coll)[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const [x, y] = await Promise.all([a.next(), b.next()]);
+      if (x.done && y.done) return;
+      if (x.done || y.done) {
+        const extra = (x.done ? y.value : x.value) as Document;
+        report.differences.push({
+          namespace,
+          problem: `document count differs (extra ${describeId(extra)} on ${x.done ? 'destination' : 'source'})`,
+        });
+        return;
+      }
+      report.documents += 1;
+      if (!bytesEqual(x.value, y.value)) {
+        report.differences.push({ namespace, problem: `document ${describeId(x.value)} differs` });
+        return;
+      }
+    }
+  } finally {
+    await Promise.all([a.return?.(), b.return?.()]);
+  }
+}
+
+async function compareIndexes(
+  source: ComparableCluster,
+  destination: ComparableCluster,
+  db: string,
+  coll: string,
+  compareUnique: boolean,
+  report: ComparisonReport,
+): Promise<void> {
+  const namespace = `${db}.${coll}`;
+  const normalise = (specs: Document[]) =>
+    new Map(
+      specs.map((spec) => {
+        const { v: _v, ns: _ns, ...rest } = spec;
+        if (!compareUnique) delete rest.unique;
+        return [String(spec.name), rest];
+      }),
+    );
+  const s = normalise(await source.listIndexes(db, coll));
+  const d = normalise(await destination.listIndexes(db, coll));
+  for (const [name, spec] of s) {
+    report.indexes += 1;
+    const other = d.get(name);
+    if (!other)
+      report.differences.push({ namespace, problem: `index ${name} missing on destination` });
+    else if (!bytesEqual(spec, other))
+      report.differences.push({ namespace, problem: `index ${name} differs` });
+  }
+  for (const name of d.keys()) {
+    if (!s.has(name))
+      report.differences.push({ namespace, problem: `index ${name} only on destination` });
+  }
+}
+
+function bytesEqual(a: Document, b: Document): boolean {
+  return Buffer.from(BSON.serialize(a)).equals(Buffer.from(BSON.serialize(b)));
+}
+
+function describeId(doc: Document): string {
+  return `_id ${BSON.EJSON.stringify({ v: doc._id }, { relaxed: false }).slice(5, -1)}`;
+}
