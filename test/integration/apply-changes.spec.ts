@@ -121,7 +121,7 @@ describe('change application against emulated replica sets', () => {
       checkpoints: new MongoCheckpointStore(dst, 'changeEvents:test'),
       router: new CatalogEventRouter({
         session,
-        writer,
+        destination: directory.destination('dst'),
         source: directory.source('src'),
         selected: () => true,
         buildIndexes: 'beforeDataCopy',

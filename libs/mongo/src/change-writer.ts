@@ -17,9 +17,6 @@ import {
 } from '@sync/engine/apply';
 
 const DUPLICATE_KEY = 11000;
-const NAMESPACE_NOT_FOUND = 26;
-const INDEX_NOT_FOUND = 27;
-const NAMESPACE_EXISTS = 48;
 /** Two replace-upserts of one new _id can race (our write vs the copy's insert): retry a few. */
 const UPSERT_RETRIES = 3;
 
@@ -135,49 +132,6 @@ export class MongoChangeWriter implements ChangeWriter {
     }
   }
 
-  async createCollection(ns: Namespace, options: Document): Promise<void> {
-    await ignoring([NAMESPACE_EXISTS], () =>
-      this.client.db(ns.db).command({ create: ns.coll, ...options }),
-    );
-  }
-
-  async dropCollection(ns: Namespace): Promise<void> {
-    await ignoring([NAMESPACE_NOT_FOUND], () => this.client.db(ns.db).command({ drop: ns.coll }));
-  }
-
-  async renameCollection(from: Namespace, to: Namespace): Promise<boolean> {
-    try {
-      await this.client.db('admin').command({
-        renameCollection: `${from.db}.${from.coll}`,
-        to: `${to.db}.${to.coll}`,
-        dropTarget: true,
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
-      throw error;
-    }
-  }
-
-  async listCollections(db: string): Promise<string[]> {
-    const infos = await this.client.db(db).listCollections({}, { nameOnly: true }).toArray();
-    return infos.map((i) => i.name);
-  }
-
-  async createIndexes(ns: Namespace, specs: Document[]): Promise<void> {
-    await this.client.db(ns.db).command({ createIndexes: ns.coll, indexes: specs });
-  }
-
-  async dropIndex(ns: Namespace, name: string): Promise<void> {
-    await ignoring([NAMESPACE_NOT_FOUND, INDEX_NOT_FOUND], () =>
-      this.client.db(ns.db).command({ dropIndexes: ns.coll, index: name }),
-    );
-  }
-
-  async collMod(ns: Namespace, options: Document): Promise<void> {
-    await this.client.db(ns.db).command({ collMod: ns.coll, ...options });
-  }
-
   /** Driver Collection handles, cached: building Db/Collection resolves options every time. */
   private readonly collections = new Map<string, Collection<Document>>();
 
@@ -278,14 +232,5 @@ function toModel(op: WriteOp): AnyBulkWriteOperation<Document> {
       return { updateOne: { filter: op.filter, update: op.update, upsert: false } };
     case 'delete':
       return { deleteOne: { filter: op.filter } };
-  }
-}
-
-async function ignoring(codes: number[], run: () => Promise<unknown>): Promise<void> {
-  try {
-    await run();
-  } catch (error) {
-    if (error instanceof MongoServerError && codes.includes(Number(error.code))) return;
-    throw error;
   }
 }

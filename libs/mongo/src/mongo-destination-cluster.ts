@@ -87,6 +87,27 @@ export class MongoDestinationCluster implements DestinationCluster {
     await this.client.db(database).command({ collMod: collection, index: { ...change } });
   }
 
+  async renameCollection(
+    from: { db: string; coll: string },
+    to: { db: string; coll: string },
+  ): Promise<boolean> {
+    try {
+      await this.client.db('admin').command({
+        renameCollection: `${from.db}.${from.coll}`,
+        to: `${to.db}.${to.coll}`,
+        dropTarget: true,
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
+      throw error;
+    }
+  }
+
+  async collMod(database: string, collection: string, options: Document): Promise<void> {
+    await this.client.db(database).command({ collMod: collection, ...options });
+  }
+
   async dropIndex(database: string, collection: string, name: string): Promise<void> {
     try {
       await this.client.db(database).command({ dropIndexes: collection, index: name });

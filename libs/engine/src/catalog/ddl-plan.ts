@@ -280,4 +280,3 @@ function conflict(event: ChangeEvent, detail: string): ApplyError {
   const ns = event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : '?';
   return new ApplyError(`cannot apply ${event.operationType} on ${ns}: ${detail}`, false);
 }
-

@@ -3,14 +3,9 @@ import type { BuildIndexesMode } from '@sync/contracts';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
 import { ApplyError } from '../apply/errors';
 import { isSyncedNamespace } from '../apply/namespace-rules';
-import type {
-  ChangeWriter,
-  EventRoute,
-  EventRouter,
-  NamespacePredicate,
-  ResumeToken,
-} from '../apply/ports';
+import type { EventRoute, EventRouter, NamespacePredicate, ResumeToken } from '../apply/ports';
 import { compareTimestamps } from '../apply/timestamps';
+import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
@@ -40,7 +35,7 @@ export class UnknownNamespaceError extends ApplyError {
 export interface EventRouterDeps {
   session: JobSession;
   /** Destination DDL. */
-  writer: ChangeWriter;
+  destination: DestinationCluster;
   source: SourceCluster;
   selected: NamespacePredicate;
   buildIndexes: BuildIndexesMode;
@@ -134,20 +129,34 @@ export class CatalogEventRouter implements EventRouter {
   }
 
   private async runDestination(plan: DdlPlan): Promise<void> {
-    const { writer } = this.deps;
+    const { destination } = this.deps;
     for (const step of plan.destination) {
       switch (step.kind) {
         case 'create':
-          await writer.createCollection(step.ns, step.options);
+          if (step.options.viewOn !== undefined) {
+            const { viewOn, pipeline, ...rest } = step.options;
+            await destination.createView(
+              step.ns.db,
+              step.ns.coll,
+              String(viewOn),
+              (pipeline as Document[] | undefined) ?? [],
+              rest,
+            );
+          } else {
+            await destination.createCollection(step.ns.db, step.ns.coll, step.options);
+          }
           break;
         case 'drop':
-          await writer.dropCollection(step.ns);
+          await destination.dropCollection(step.ns.db, step.ns.coll);
           break;
         case 'rename': {
-          const moved = await writer.renameCollection(step.from, step.to);
+          const moved = await destination.renameCollection(step.from, step.to);
           // Not moved: the source name is gone — only possible when this very rename ran before
           // a crash, since the catalog (written with every DDL) still places the record there.
-          if (!moved && !(await writer.listCollections(step.to.db)).includes(step.to.coll)) {
+          if (
+            !moved &&
+            !(await destination.listCollectionNames(step.to.db)).includes(step.to.coll)
+          ) {
             throw new ApplyError(
               `cannot rename ${step.from.db}.${step.from.coll} to ${step.to.db}.${step.to.coll}: neither exists on the destination`,
               false,
@@ -156,13 +165,13 @@ export class CatalogEventRouter implements EventRouter {
           break;
         }
         case 'createIndexes':
-          await writer.createIndexes(step.ns, step.specs);
+          await destination.createIndexes(step.ns.db, step.ns.coll, step.specs);
           break;
         case 'dropIndex':
-          await writer.dropIndex(step.ns, step.name);
+          await destination.dropIndex(step.ns.db, step.ns.coll, step.name);
           break;
         case 'collMod':
-          await writer.collMod(step.ns, step.options);
+          await destination.collMod(step.ns.db, step.ns.coll, step.options);
           break;
       }
     }

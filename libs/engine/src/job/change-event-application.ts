@@ -47,7 +47,7 @@ export class ChangeEventApplication implements ChangeApplication {
     const applier = new ChangeApplier({
       ...this.options.applier,
       ...ports,
-      router: ctx.router(ports.writer),
+      router: ctx.router,
       startAtOperationTime: ctx.startAt,
       translation: { buildIndexes: ctx.job.request.buildIndexes },
       now: () => clock.now(),

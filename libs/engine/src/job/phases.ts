@@ -1,5 +1,5 @@
 import type { Timestamp } from 'bson';
-import type { ChangeWriter, EventRouter } from '../apply/ports';
+import type { EventRouter } from '../apply/ports';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord } from '../ports/job-store';
@@ -12,8 +12,8 @@ export interface PhaseContext {
   startAt: Timestamp;
   /** Identifies the persisted resume point (one per direction of the sync). */
   checkpointKey: string;
-  /** The job's catalog as router, given the destination writer it applies DDL with. */
-  router(writer: ChangeWriter): EventRouter;
+  /** The job's catalog as router (routes document events, applies DDL once). */
+  router: EventRouter;
   source: SourceCluster;
   destination: DestinationCluster;
   logger: EngineLogger;

@@ -222,29 +222,28 @@ export class SyncRunner {
       job,
       startAt: job.t0,
       checkpointKey: `${this.options.syncID}|r${job.reversals ?? 0}`,
-      router: (writer) =>
-        new CatalogEventRouter({
-          session,
-          writer,
-          source: session.source,
-          selected: (db, coll) => isSyncedNamespace(db, coll, selected),
-          buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
-          logger: this.options.logger,
-          copyIn: async (record) => {
-            this.copying = true;
-            try {
-              const outcome = await copy.copyIn(
-                record,
-                job.request.buildIndexes ?? 'beforeDataCopy',
-                signal,
-              );
-              if (outcome === 'aborted')
-                throw new ApplyError('stopped while copying a collection', true);
-            } finally {
-              this.copying = false;
-            }
-          },
-        }),
+      router: new CatalogEventRouter({
+        session,
+        destination: session.destination,
+        source: session.source,
+        selected: (db, coll) => isSyncedNamespace(db, coll, selected),
+        buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
+        logger: this.options.logger,
+        copyIn: async (record) => {
+          this.copying = true;
+          try {
+            const outcome = await copy.copyIn(
+              record,
+              job.request.buildIndexes ?? 'beforeDataCopy',
+              signal,
+            );
+            if (outcome === 'aborted')
+              throw new ApplyError('stopped while copying a collection', true);
+          } finally {
+            this.copying = false;
+          }
+        },
+      }),
       source: session.source,
       destination: session.destination,
       logger: this.options.logger,

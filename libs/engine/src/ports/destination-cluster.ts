@@ -47,6 +47,16 @@ export interface DestinationCluster {
   /** Drops an index by name; a missing index or collection is fine. */
   dropIndex(database: string, collection: string, name: string): Promise<void>;
   /**
+   * Renames a collection, replacing an existing target. Returns false when `from` does not
+   * exist (a rename applied before a crash, replayed).
+   */
+  renameCollection(
+    from: { db: string; coll: string },
+    to: { db: string; coll: string },
+  ): Promise<boolean>;
+  /** `collMod` with the given options (validator, validationLevel, view pipeline...). */
+  collMod(database: string, collection: string, options: Document): Promise<void>;
+  /**
    * UNORDERED insert. Duplicate-key errors are counted, any other write error throws
    * (with a message that names the namespace and the error, never a connection string).
    */

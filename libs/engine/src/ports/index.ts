@@ -5,3 +5,4 @@ export * from './destination-cluster';
 export * from './job-store';
 export * from './clock';
 export * from './engine-logger';
+export * from './change-stream';

@@ -251,6 +251,21 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async dropCollection(database: string, collection: string): Promise<void> {
     this.databases.get(database)?.delete(collection);
   }
+  async renameCollection(
+    from: { db: string; coll: string },
+    to: { db: string; coll: string },
+  ): Promise<boolean> {
+    const coll = this.collection(from.db, from.coll, false);
+    if (!coll) return false;
+    this.databases.get(from.db)!.delete(from.coll);
+    this.collection(to.db, to.coll);
+    this.databases.get(to.db)!.set(to.coll, coll);
+    return true;
+  }
+  async collMod(database: string, collection: string, options: Document): Promise<void> {
+    const coll = this.collection(database, collection, false);
+    if (coll) coll.options = { ...coll.options, ...options };
+  }
   async dropIndex(database: string, collection: string, name: string): Promise<void> {
     const coll = this.collection(database, collection, false);
     if (coll) coll.indexes = coll.indexes.filter((i) => i.name !== name);
