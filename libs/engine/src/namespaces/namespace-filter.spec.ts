@@ -94,11 +94,17 @@ describe('compileSafeRegex', () => {
     expect(compileSafeRegex('^a.b$', 's').test('a\nb')).toBe(true);
   });
 
-  it('accepted patterns stay fast on the worst 255-byte collection names', () => {
+  it('accepted patterns finish on the worst 255-byte collection names', () => {
+    // No timing assertion (speed is the benchmark's business): a pattern with catastrophic
+    // backtracking would need ~2^255 steps here and never finish within the test timeout.
     const subjects = ['a'.repeat(255), 'a'.repeat(254) + '!', '_'.repeat(255)];
     const patterns = ['a*a*!x', '^(a|b)c*a+$', '.*_.*x', '(?:a|b)?a{1,16}a{1,16}a{1,16}!'];
-    const started = Date.now();
-    for (const p of patterns) for (const s of subjects) compileSafeRegex(p).test(s);
-    expect(Date.now() - started).toBeLessThan(1000);
+    const results = patterns.map((p) => subjects.map((s) => compileSafeRegex(p).test(s)));
+    expect(results).toEqual([
+      [false, false, false],
+      [true, false, false],
+      [false, false, false],
+      [false, true, false],
+    ]);
   });
 });
