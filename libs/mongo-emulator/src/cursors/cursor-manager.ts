@@ -12,6 +12,8 @@ export interface BatchRequest {
   maxTimeMS?: number;
   /** Aborted when the connection closes or the server stops. */
   signal?: AbortSignal;
+  /** getMore only: run once the cursor is checked out; throwing kills the cursor. */
+  afterCheckout?: (cursor: ServerCursor) => void;
 }
 
 export interface Batch {
@@ -150,6 +152,7 @@ export class CursorManager {
     entry.busy = true;
     try {
       entry.cursor.checkValid?.();
+      request.afterCheckout?.(entry.cursor);
       const batch = await entry.cursor.nextBatch(request);
       entry.lastUsed = Date.now();
       let replyId = id;

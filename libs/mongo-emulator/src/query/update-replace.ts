@@ -23,6 +23,8 @@ export function applyReplacement(
   else if (replacement._id !== undefined) out._id = replacement._id;
   for (const key of Object.keys(replacement))
     if (key !== '_id') out[key] = cloneDeep(replacement[key]);
+  // Storage validation (ObjectReplaceExecutor) runs before UpdateStage's immutable-field check.
+  checkIdNotDollarPrefixed(replacement._id);
   if (replacement._id !== undefined) checkIdUnchanged(doc, { ...out, _id: replacement._id });
   validateStorage(out);
   return { doc: out, changed: !identical(doc, out) };
@@ -45,10 +47,42 @@ export function validateStorage(doc: Document): void {
   if (t === 'array' || t === 'regex' || t === 'undefined') {
     throw new CommandError('InvalidIdField', `The '_id' value cannot be of type ${t}`);
   }
-  if (isDocument(doc._id) && Object.keys(doc._id).some((k) => k.startsWith('$'))) {
+  checkIdNotDollarPrefixed(doc._id);
+}
+
+/**
+ * mongod's storage_validation::storageValidIdField for an object _id: storageValidEmbedded
+ * looks at every nested object and array, and a `$`-prefixed name other than the DBRef fields
+ * fails with 52 DollarPrefixedFieldName
+ * `_id fields may not contain '$'-prefixed fields: <name> is not valid for storage.`
+ * (insert: fixDocumentForInsert; update/replace/upsert: the update's storage validation).
+ */
+export function checkIdNotDollarPrefixed(id: unknown): void {
+  if (!isDocument(id)) return;
+  const bad = findDollarField(id);
+  if (bad !== undefined) {
     throw new CommandError(
       'DollarPrefixedFieldName',
-      `_id fields may not contain '$'-prefixed fields: ${Object.keys(doc._id).find((k) => k.startsWith('$'))} is not valid for storage.`,
+      `_id fields may not contain '$'-prefixed fields: ${bad} is not valid for storage.`,
     );
   }
+}
+
+const DBREF_FIELDS = new Set(['$ref', '$id', '$db']);
+
+function findDollarField(value: unknown): string | undefined {
+  if (Array.isArray(value)) {
+    for (const el of value) {
+      const bad = findDollarField(el);
+      if (bad !== undefined) return bad;
+    }
+    return undefined;
+  }
+  if (!isDocument(value)) return undefined;
+  for (const key of Object.keys(value)) {
+    if (key.startsWith('$') && !DBREF_FIELDS.has(key)) return key;
+    const bad = findDollarField(value[key]);
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
 }

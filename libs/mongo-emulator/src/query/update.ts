@@ -77,7 +77,11 @@ export function applyUpdate(
 function applyPipeline(doc: Document, pipeline: Document[], options: UpdateOptions) {
   if (!options.runPipeline)
     throw new CommandError('InternalError', 'pipeline updates need options.runPipeline');
-  const out = options.runPipeline(cloneDeep(doc), pipeline);
+  let out = options.runPipeline(cloneDeep(doc), pipeline);
+  // mongod (PipelineExecutor -> ObjectReplaceExecutor::applyReplacementUpdate with
+  // replacementDocContainsIdField false) keeps the original _id when the pipeline's output has
+  // none, so [{$unset: '_id'}] or a $replaceWith without _id leaves _id in place.
+  if (!('_id' in out) && '_id' in doc) out = { _id: cloneDeep(doc._id), ...out };
   checkIdUnchanged(doc, out);
   validateStorage(out);
   return { doc: out, changed: !fields.identical(doc, out) };

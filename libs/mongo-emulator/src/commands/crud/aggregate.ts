@@ -1,3 +1,4 @@
+import { optLetVariables } from './let-vars';
 import { Long, type Document } from 'bson';
 import { bsonTypeOf, isNumeric, toNumber } from '../../bson/compare';
 import { isDocument } from '../../bson/paths';
@@ -11,6 +12,7 @@ import type { CommandContext, CommandDefinition } from '../types';
 import { optBool, optCollation, optDocument, optHint, optNonNegative, reqArray } from './args';
 import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { cursorReply } from './cursor-reply';
+import { listLocalSessions } from './list-local-sessions';
 import { committedSnapshotDocuments, pipelineEnv, runOnViewForCursor } from './pipeline';
 
 function isWriteStage(stage: Document): boolean {
@@ -66,12 +68,33 @@ export const aggregateCommand: CommandDefinition = {
     const batchSize = optNonNegative(ctx, 'batchSize', cursorOpts, 'aggregate.cursor');
     const collation = optCollation(ctx);
     const hint = optHint(ctx);
-    const variables = optDocument(ctx, 'let');
+    const variables = optLetVariables(ctx);
     optBool(ctx, 'allowDiskUse');
 
     if (pipeline.length && '$changeStream' in pipeline[0]) {
       const cursor = await openChangeStream(ctx, pipeline, cursorOpts);
       return { cursor, ok: 1 };
+    }
+
+    const firstStage = pipeline[0] as Document | undefined;
+    const listSessionsStage =
+      isDocument(firstStage) && '$listLocalSessions' in firstStage
+        ? firstStage.$listLocalSessions
+        : undefined;
+    pipeline.forEach((stage, i) => {
+      if (i > 0 && isDocument(stage) && '$listLocalSessions' in stage) {
+        throw new CommandError(
+          40602 as number,
+          '$listLocalSessions is only valid as the first stage in a pipeline',
+        );
+      }
+    });
+    if (listSessionsStage !== undefined) {
+      const collectionless = isNumeric(target) && toNumber(target) === 1;
+      const input = listLocalSessions(ctx, listSessionsStage, collectionless);
+      const ns = `${ctx.db}.$cmd.aggregate`;
+      const out = runPipeline(input, pipeline.slice(1), pipelineEnv(ctx, undefined, variables));
+      return cursorReply(ctx, ns, out[Symbol.iterator](), { batchSize });
     }
 
     const catalog = ctx.node.catalog;

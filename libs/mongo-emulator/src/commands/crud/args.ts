@@ -1,3 +1,4 @@
+import { parseCollation } from '../../query/collation';
 import type { Document } from 'bson';
 import { bsonTypeOf, isNumeric, toNumber, type BsonTypeName } from '../../bson/compare';
 import { CommandError } from '../../errors';
@@ -169,5 +170,7 @@ export function optCollation(
   if (c && typeof c.locale !== 'string') {
     throw new CommandError(40414 as number, "BSON field 'locale' is missing but a required field");
   }
+  // Validated up front, as mongod parses the collation before running the command.
+  if (c) parseCollation(c);
   return c;
 }

@@ -1,9 +1,10 @@
+import { optLetVariables } from './let-vars';
 import type { Document } from 'bson';
 import { isNumeric, toNumber } from '../../bson/compare';
 import { isDocument } from '../../bson/paths';
 import { CommandError } from '../../errors';
 import type { CommandDefinition } from '../types';
-import { collectionName, optBool, optDocument, reqArray, writeOptions } from './args';
+import { collectionName, optBool, reqArray, writeOptions } from './args';
 import { collectionUuidMismatch, optCollectionUuid } from './collection-uuid';
 import { runStatements, targetRecords, writeReply } from './write-ops';
 
@@ -16,7 +17,7 @@ export const deleteCommand: CommandDefinition = {
     const name = collectionName(ctx);
     const statements = reqArray(ctx, 'deletes');
     const ordered = optBool(ctx, 'ordered') ?? true;
-    const variables = optDocument(ctx, 'let');
+    const variables = optLetVariables(ctx);
     const collectionUuid = optCollectionUuid(ctx);
     statements.forEach((s, i) => {
       if (!isDocument(s) || !isDocument(s.q)) {

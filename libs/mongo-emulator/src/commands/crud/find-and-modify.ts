@@ -1,3 +1,4 @@
+import { optLetVariables } from './let-vars';
 import type { Document } from 'bson';
 import { isDocument } from '../../bson/paths';
 import { CommandError } from '../../errors';
@@ -31,7 +32,7 @@ export const findAndModifyCommand: CommandDefinition = {
     const arrayFilters = optArray(ctx, 'arrayFilters') as Document[] | undefined;
     const hint = optHint(ctx);
     const collation = optCollation(ctx);
-    const variables = optDocument(ctx, 'let');
+    const variables = optLetVariables(ctx);
     const update = ctx.cmd.update as Document | Document[] | undefined;
     if (update !== undefined && !isDocument(update) && !Array.isArray(update)) {
       throw new CommandError(

@@ -1,3 +1,4 @@
+import { optLetVariables } from './let-vars';
 import { Long, type Document } from 'bson';
 import { CommandError } from '../../errors';
 import { compileProjection } from '../../query/projection';
@@ -40,7 +41,7 @@ export const findCommand: CommandDefinition = {
     const min = optDocument(ctx, 'min');
     const max = optDocument(ctx, 'max');
     const collation = optCollation(ctx);
-    const variables = optDocument(ctx, 'let');
+    const variables = optLetVariables(ctx);
     optDocument(ctx, 'readConcern');
     optBool(ctx, 'allowDiskUse');
     if (limit !== undefined && limit < 0) {

@@ -3,6 +3,7 @@ import { isDocument } from '../../bson/paths';
 import { runStatements, writeReply } from './write-ops';
 import { CommandError, type WriteErrorEntry } from '../../errors';
 import { prepareInsert } from '../../storage/collection';
+import { checkIdNotDollarPrefixed } from '../../query/update-replace';
 import type { CommandDefinition } from '../types';
 import { collectionName, optBool, reqArray, typeOf, writeOptions } from './args';
 import { collectionUuidMismatch, optCollectionUuid } from './collection-uuid';
@@ -41,7 +42,9 @@ export const insertCommand: CommandDefinition = {
       // Implicit creation comes first, so its `create` entry precedes the inserts in the oplog.
       const { coll } = catalog.ensureCollection(ctx.db, name, opts);
       writeErrors = runStatements(documents.length, ordered, (i) => {
-        coll.insert(prepareInsert(documents[i] as Document), opts);
+        const doc = documents[i] as Document;
+        checkIdNotDollarPrefixed(doc._id);
+        coll.insert(prepareInsert(doc), opts);
         n++;
       });
     }

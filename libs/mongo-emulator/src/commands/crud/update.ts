@@ -1,6 +1,7 @@
+import { optLetVariables } from './let-vars';
 import type { Document } from 'bson';
 import type { CommandDefinition } from '../types';
-import { collectionName, optBool, optDocument, reqArray, writeOptions } from './args';
+import { collectionName, optBool, reqArray, writeOptions } from './args';
 import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { parseUpdateStatement, performUpdate, runStatements, writeReply } from './write-ops';
 
@@ -13,7 +14,7 @@ export const updateCommand: CommandDefinition = {
     const name = collectionName(ctx);
     const statements = reqArray(ctx, 'updates');
     const ordered = optBool(ctx, 'ordered') ?? true;
-    const variables = optDocument(ctx, 'let');
+    const variables = optLetVariables(ctx);
     const collectionUuid = optCollectionUuid(ctx);
     const specs = statements.map((s, i) => parseUpdateStatement(s, i));
     const catalog = ctx.node.catalog;

@@ -4,6 +4,7 @@ import { CommandError, writeErrorFrom, type WriteErrorEntry } from '../../errors
 import { applyUpdate } from '../../query/update';
 import { computeUpdateDescription } from '../../query/update-description';
 import { upsertSeed } from '../../query/upsert';
+import { checkIdNotDollarPrefixed } from '../../query/update-replace';
 import {
   prepareInsert,
   type Collection,
@@ -155,6 +156,7 @@ export function performUpdate(
       query: spec.q,
       runPipeline,
     });
+    checkIdNotDollarPrefixed(doc._id);
     const toInsert = prepareInsert(doc);
     const stored = coll.insert(toInsert, wopts);
     outcome.upsertedId = stored.doc._id;
@@ -162,6 +164,21 @@ export function performUpdate(
   }
   return outcome;
 }
+
+/** The fields of MongoDB 7.0's UpdateOpEntry (write_ops.idl). */
+const UPDATE_OP_ENTRY_FIELDS = new Set([
+  'q',
+  'u',
+  'c',
+  'upsert',
+  'multi',
+  'arrayFilters',
+  'hint',
+  'collation',
+  'upsertSupplied',
+  'sampleId',
+  '$_allowShardKeyUpdatesWithoutFullShardKeyInQuery',
+]);
 
 /** Validates and normalises one update statement of the update command. */
 export function parseUpdateStatement(stmt: unknown, i: number): UpdateSpec {
@@ -177,6 +194,16 @@ export function parseUpdateStatement(stmt: unknown, i: number): UpdateSpec {
       'TypeMismatch',
       `BSON field 'update.updates.q' is the wrong type, expected type 'object'`,
     );
+  }
+  for (const key of Object.keys(stmt)) {
+    if (!UPDATE_OP_ENTRY_FIELDS.has(key)) {
+      // MongoDB 7.0's UpdateOpEntry IDL is strict: `sort` (added in 8.0) and any other unknown
+      // field fail the whole command with 40415.
+      throw new CommandError(
+        'Location40415',
+        `BSON field 'update.updates.${key}' is an unknown field.`,
+      );
+    }
   }
   const u = stmt.u;
   if (!isDocument(u) && !Array.isArray(u)) {
