@@ -75,14 +75,22 @@ export async function describeNamespace(
 
 /** Lookups over the job's catalog (the records live in the job document). */
 export class NamespaceCatalog {
+  /** Records by key, rebuilt whenever the records array is replaced (keys never change). */
+  private index: { of: NamespaceRecord[]; byKey: Map<string, NamespaceRecord> } | null = null;
+
   constructor(private readonly job: () => JobRecord) {}
 
   get records(): NamespaceRecord[] {
     return this.job().namespaces;
   }
 
+  /** O(1): every document event is routed through here. */
   byKey(key: string): NamespaceRecord | undefined {
-    return this.records.find((r) => r.key === key);
+    const records = this.records;
+    if (this.index?.of !== records) {
+      this.index = { of: records, byKey: new Map(records.map((r) => [r.key, r])) };
+    }
+    return this.index.byKey.get(key);
   }
 
   byName(db: string, coll: string): NamespaceRecord | undefined {
