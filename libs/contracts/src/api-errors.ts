@@ -48,6 +48,16 @@ export const API_ERRORS = {
     httpStatus: 400,
     description: 'The sharding option is only allowed for a replica set to sharded cluster sync.',
   },
+  InvalidShardingEntry: {
+    httpStatus: 400,
+    description:
+      'A sharding entry names a namespace that is not a collection selected for sync, or names one twice.',
+  },
+  ShardKeyIndexMissing: {
+    httpStatus: 400,
+    description:
+      'With createSupportingIndexes false, every shard key needs a supporting index on the source (the key as a prefix, simple collation); create one or set createSupportingIndexes.',
+  },
   UnsupportedTopology: {
     httpStatus: 400,
     description: 'A sharded cluster cannot be synced to a replica set.',

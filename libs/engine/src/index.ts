@@ -5,6 +5,7 @@ export * from './plan/planner';
 export * from './prepare/destination-preparer';
 export * from './prepare/index-relaxation';
 export * from './prepare/index-restorer';
+export * from './prepare/sharding-plan';
 export * from './copy/partition-planner';
 export * from './copy/copier';
 export * from './copy/copy-tally';

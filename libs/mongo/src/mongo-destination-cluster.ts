@@ -104,6 +104,21 @@ export class MongoDestinationCluster implements DestinationCluster {
     }
   }
 
+  async shardCollection(
+    database: string,
+    collection: string,
+    key: Document,
+    unique: boolean,
+  ): Promise<void> {
+    await this.client
+      .db('admin')
+      .command({
+        shardCollection: `${database}.${collection}`,
+        key,
+        ...(unique ? { unique } : {}),
+      });
+  }
+
   async collMod(database: string, collection: string, options: Document): Promise<void> {
     await this.client.db(database).command({ collMod: collection, ...options });
   }

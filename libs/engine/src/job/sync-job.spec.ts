@@ -531,6 +531,70 @@ describe('SyncJob', () => {
     expect(fatal).toEqual([]);
   });
 
+  it('replica set → sharded: sharding entries are checked at start and sharded before any copy', async () => {
+    const { src } = world();
+    const dst = new FakeCluster('cluster1', {
+      kind: 'sharded',
+      shardCount: 2,
+      displayHost: 'mongos:27017',
+      fingerprint: { kind: 'sharded', setName: null, members: ['s0', 's1'] },
+    });
+    const directory = new FakeDirectory(src, dst);
+    const job = await boot(directory);
+    const entry = (collection: string, key: Record<string, number | string>) => ({
+      database: 'shop',
+      collection,
+      shardCollection: { key: [key] },
+    });
+    await expectApiError(job.start(request()), 'ShardingRequiredForReplicaSetToSharded');
+    await expectApiError(
+      job.start(
+        request({
+          sharding: {
+            createSupportingIndexes: false,
+            shardingEntries: [entry('c1', { v: 'hashed' })],
+          },
+        }),
+      ),
+      'ShardKeyIndexMissing',
+    );
+    await expectApiError(
+      job.start(
+        request({
+          sharding: { createSupportingIndexes: true, shardingEntries: [entry('nope', { v: 1 })] },
+        }),
+      ),
+      'InvalidShardingEntry',
+    );
+    expect(dst.store.job).toBeNull(); // refused starts change nothing
+    await job.start(
+      request({
+        sharding: {
+          createSupportingIndexes: true,
+          shardingEntries: [entry('c0', { email: 1 }), entry('c1', { v: 'hashed' })],
+        },
+      }),
+    );
+    await job.idle();
+    expect(dst.sharded.get('shop.c0')).toEqual({
+      key: { email: 1 },
+      unique: true,
+      documentsBefore: 0,
+    });
+    expect(dst.sharded.get('shop.c1')).toEqual({
+      key: { v: 'hashed' },
+      unique: false,
+      documentsBefore: 0,
+    });
+    expect(dst.sharded.has('shop.c2')).toBe(false); // not listed: stays unsharded
+    expect(dst.collection('shop', 'c1')!.indexes.map((i) => i.name)).toContain('v_hashed');
+    expect(dst.collection('shop', 'c1')!.documents).toHaveLength(300);
+    expect(dst.store.job!.namespaces.find((n) => n.collection === 'c1')!.shardKey).toMatchObject({
+      key: { v: 'hashed' },
+      supportingIndex: 'v_hashed',
+    });
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>

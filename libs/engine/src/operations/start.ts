@@ -12,6 +12,7 @@ import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord } from '../ports/job-store';
 import { planSync } from '../plan/planner';
+import { planSharding } from '../prepare/sharding-plan';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
 
 export type TopologyCheck = (
@@ -69,10 +70,8 @@ export async function startJob(
     shapeOf(sourceInfo),
     shapeOf(destinationInfo),
   );
-  if (request.sharding) {
-    logger.warn('sharding entries are accepted but destination sharding is not implemented yet');
-  }
   const plan = await planSync(source, filter, logger);
+  plan.namespaces = planSharding(request, plan.namespaces);
   try {
     await assertDestinationEmpty(destination, plan.namespaces);
   } catch (error) {

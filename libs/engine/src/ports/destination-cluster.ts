@@ -54,6 +54,16 @@ export interface DestinationCluster {
     from: { db: string; coll: string },
     to: { db: string; coll: string },
   ): Promise<boolean>;
+  /**
+   * Shards a collection on a sharded destination (`shardCollection`) with the key given in
+   * order; sharding it again with the same key is fine.
+   */
+  shardCollection(
+    database: string,
+    collection: string,
+    key: Document,
+    unique: boolean,
+  ): Promise<void>;
   /** `collMod` with the given options (validator, validationLevel, view pipeline...). */
   collMod(database: string, collection: string, options: Document): Promise<void>;
   /**

@@ -69,6 +69,8 @@ export interface NamespaceRecord {
    */
   listedAt: Timestamp;
   copy: NamespaceCopy;
+  /** Shard key the destination collection is sharded with (replica set → sharded cluster). */
+  shardKey?: { key: Document; unique: boolean; supportingIndex?: string };
   /** The partition set in effect (absent: not partitioned yet). */
   partitionSet?: number;
 }

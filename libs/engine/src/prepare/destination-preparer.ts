@@ -83,6 +83,15 @@ export async function prepareCollection(
   const plan = planDestinationIndexes(ns.indexes, buildIndexes);
   if (plan.specs.length > 0)
     await destination.createIndexes(ns.database, ns.collection, plan.specs);
+  if (ns.shardKey) {
+    // Replica set → sharded cluster (SEED-API §2.3): sharded with its key before any document
+    // is copied; a supporting index the source lacks is built (and kept after commit).
+    const { key, unique, supportingIndex } = ns.shardKey;
+    if (supportingIndex) {
+      await destination.createIndexes(ns.database, ns.collection, [{ key, name: supportingIndex }]);
+    }
+    await destination.shardCollection(ns.database, ns.collection, key, unique);
+  }
   logger.debug('collection prepared', {
     namespace: `${ns.database}.${ns.collection}`,
     indexes: plan.specs.length,

@@ -262,6 +262,21 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     this.databases.get(to.db)!.set(to.coll, coll);
     return true;
   }
+  /** `db.coll` → shard key, in the order collections were sharded. */
+  readonly sharded = new Map<string, { key: Document; unique: boolean; documentsBefore: number }>();
+  async shardCollection(
+    database: string,
+    collection: string,
+    key: Document,
+    unique: boolean,
+  ): Promise<void> {
+    const coll = this.collection(database, collection);
+    this.sharded.set(`${database}.${collection}`, {
+      key,
+      unique,
+      documentsBefore: coll!.documents.length,
+    });
+  }
   async collMod(database: string, collection: string, options: Document): Promise<void> {
     const coll = this.collection(database, collection, false);
     if (coll) coll.options = { ...coll.options, ...options };
