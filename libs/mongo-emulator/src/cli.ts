@@ -1,22 +1,28 @@
 /**
  * Command-line launcher:
  *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--user name:password:role[,role...]]...
- * Prints one JSON line `{"uri": ...}` once listening and runs until SIGINT/SIGTERM.
+ *   emulator --topology sharded --shards N [--mongos M] [--name sharded] [--port 0] [--history N] [--user ...]...
+ * Prints one JSON line once every listener is up (`{"uri": ...}`, plus `shards` for a sharded
+ * cluster) and runs until SIGINT/SIGTERM.
  * Exit codes: 0 on a signal-initiated shutdown, 2 on bad arguments, 1 on startup failure.
  */
-import { startReplicaSet, type ReplicaSetOptions } from './index';
+import { startReplicaSet, startShardedCluster, type ReplicaSetOptions } from './index';
+import type { ShardedClusterOptions } from './sharding/cluster';
 import type { UserSpec } from './auth/user-registry';
 import { BUILTIN_ROLES } from './auth/roles';
 
 export class UsageError extends Error {}
 
 export interface CliOptions {
-  topology: 'replset';
+  topology: 'replset' | 'sharded';
+  /** Options of a replset topology (also the parsed common flags of a sharded one). */
   replSet: ReplicaSetOptions;
+  /** Set for `--topology sharded`. */
+  sharded?: ShardedClusterOptions;
 }
 
 const USAGE =
-  'usage: emulator --topology replset [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]...';
+  'usage: emulator --topology replset|sharded [--shards N] [--mongos M] [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]...';
 
 function parseInteger(flag: string, value: string, min: number, max: number): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`${flag} expects an integer, got '${value}'`);
@@ -51,6 +57,8 @@ export function parseArgs(argv: string[]): CliOptions {
   let topology: string | undefined;
   const replSet: ReplicaSetOptions = {};
   const users: UserSpec[] = [];
+  let shards: number | undefined;
+  let mongos: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const eq = arg.indexOf('=');
@@ -84,16 +92,31 @@ export function parseArgs(argv: string[]): CliOptions {
       case '--user':
         users.push(parseUser(value()));
         break;
+      case '--shards':
+        shards = parseInteger('--shards', value(), 1, 64);
+        break;
+      case '--mongos':
+        mongos = parseInteger('--mongos', value(), 1, 64);
+        break;
       default:
         throw new UsageError(`unknown argument '${arg}'`);
     }
   }
   if (topology === undefined) throw new UsageError('--topology is required');
-  if (topology !== 'replset') {
-    throw new UsageError(
-      `unsupported topology '${topology}': only 'replset' is available (sharded is not implemented yet)`,
-    );
+  if (topology === 'sharded') {
+    if (shards === undefined) throw new UsageError('--shards is required with --topology sharded');
+    const sharded: ShardedClusterOptions = { name: replSet.name ?? 'sharded', shards };
+    if (mongos !== undefined) sharded.mongos = mongos;
+    if (replSet.port !== undefined) sharded.port = replSet.port;
+    if (replSet.historySize !== undefined) sharded.historySize = replSet.historySize;
+    if (users.length) sharded.users = users;
+    return { topology: 'sharded', replSet, sharded };
   }
+  if (topology !== 'replset') {
+    throw new UsageError(`unsupported topology '${topology}': expected 'replset' or 'sharded'`);
+  }
+  if (shards !== undefined || mongos !== undefined)
+    throw new UsageError('--shards and --mongos need --topology sharded');
   if (users.length) replSet.users = users;
   return { topology: 'replset', replSet };
 }
@@ -109,14 +132,23 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  let rs;
+  let rs: { stop(): Promise<void> };
+  let line: object;
   try {
-    rs = await startReplicaSet(options.replSet);
+    if (options.sharded) {
+      const cluster = await startShardedCluster(options.sharded);
+      rs = cluster;
+      line = { uri: cluster.uri, shards: cluster.shards.map((s) => ({ _id: s._id, uri: s.uri })) };
+    } else {
+      const set = await startReplicaSet(options.replSet);
+      rs = set;
+      line = { uri: set.uri };
+    }
   } catch (err) {
     process.stderr.write(`emulator: cannot start: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  process.stdout.write(`${JSON.stringify({ uri: rs.uri })}\n`);
+  process.stdout.write(`${JSON.stringify(line)}\n`);
   let stopping = false;
   const shutdown = () => {
     if (stopping) return;

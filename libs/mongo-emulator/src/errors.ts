@@ -87,6 +87,13 @@ export const ErrorCodes = {
   ClusterTimeFailsRateLimiter: 205,
   InvalidUUID: 207,
   CollectionUUIDMismatch: 361,
+  // Sharding (mongos).
+  AlreadyInitialized: 23,
+  ShardKeyNotFound: 61,
+  CommandFailed: 125,
+  NamespaceNotSharded: 118,
+  ConflictingOperationInProgress: 117,
+  ShardNotFound: 70,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

@@ -7,6 +7,7 @@ import type { UserSpec } from './auth/user-registry';
 import { NodeCommandExecutor } from './server/dispatcher';
 import { WireServer } from './server/wire-server';
 import { NodeMaintenance } from './server/maintenance';
+import type { ClusterClock } from './clock/cluster-clock';
 
 export interface ReplicaSetOptions {
   /** Replica set name (hello's setName). Default 'rs0'. */
@@ -23,6 +24,8 @@ export interface ReplicaSetOptions {
   noopIntervalMs?: number;
   /** Idle cursor timeout. Default 600000 (mongod's cursorTimeoutMillis). */
   cursorTimeoutMs?: number;
+  /** Cluster clock shared with other replica sets (the shards of a sharded cluster). */
+  clock?: ClusterClock;
 }
 
 export interface EmulatedReplicaSet {
@@ -49,6 +52,7 @@ export async function startReplicaSet(
     historySize: options.historySize ?? DEFAULT_HISTORY_SIZE,
     users: options.users ?? [],
     noopIntervalMs,
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const server = new WireServer(new NodeCommandExecutor(node), {
     host: bindHost,
@@ -102,3 +106,11 @@ export type { CommandExecutor } from './server/executor';
 export { NodeCommandExecutor } from './server/dispatcher';
 export { WireServer } from './server/wire-server';
 export type { OplogEntry } from './oplog/oplog-entry';
+export { startShardedCluster } from './sharding/cluster';
+export type {
+  ShardedClusterOptions,
+  EmulatedShardedCluster,
+  EmulatedShard,
+} from './sharding/cluster';
+export { MongosRouter } from './sharding/router';
+export { ShardingMetadata } from './sharding/metadata';

@@ -29,7 +29,8 @@ describe('cli argument parsing', () => {
 
   it.each([
     [[], /--topology is required/],
-    [['--topology', 'sharded'], /unsupported topology 'sharded'/],
+    [['--topology', 'sharded'], /--shards is required/],
+    [['--topology', 'mesh'], /unsupported topology 'mesh'/],
     [['--topology', 'replset', '--port', 'x'], /--port expects an integer/],
     [['--topology', 'replset', '--port', '70000'], /between 0 and 65535/],
     [['--topology', 'replset', '--bogus'], /unknown argument '--bogus'/],

@@ -17,6 +17,8 @@ export interface ReplicaSetNodeOptions {
   users?: UserSpec[];
   /** Interval of the primary's periodic no-op writes (mongod: 10 s). */
   noopIntervalMs?: number;
+  /** A clock shared with other nodes (the shards of one emulated cluster share cluster time). */
+  clock?: ClusterClock;
 }
 
 export const DEFAULT_HISTORY_SIZE = 1_000_000;
@@ -33,7 +35,7 @@ export const DISABLE_SNAPSHOTTING_FAIL_POINT = 'disableSnapshotting';
  * A sharded topology later puts several of these behind emulated mongos routers.
  */
 export class ReplicaSetNode {
-  readonly clock = new ClusterClock();
+  readonly clock: ClusterClock;
   readonly oplog: Oplog;
   readonly cursors = new CursorManager();
   readonly catalog: Catalog;
@@ -50,6 +52,7 @@ export class ReplicaSetNode {
   readonly startedAt = new Date();
 
   constructor(readonly options: ReplicaSetNodeOptions) {
+    this.clock = options.clock ?? new ClusterClock();
     this.oplog = new Oplog(this.clock, {
       maxEntries: options.historySize ?? DEFAULT_HISTORY_SIZE,
       // mongod's `disableSnapshotting`: while it fires, the committed snapshot does not move.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import BTree from 'sorted-btree';
 import { Binary, ObjectId, type Document, type Long } from 'bson';
-import { bsonSize, encodeAnySize } from '../bson/codec';
+import { bsonSize, decodeExact, encodeAnySize } from '../bson/codec';
 import { bsonTypeOf } from '../bson/compare';
 import { CommandError } from '../errors';
 import { compileFilter } from '../query/matcher';
@@ -59,6 +59,11 @@ export class Collection {
   dataSize = 0;
   readonly metrics: ScanMetrics = { keysExamined: 0, docsExamined: 0 };
   private nextRid = 1;
+  /**
+   * Shard key of a sharded collection (set by the emulated config server): a shard's oplog
+   * documentKey then holds the shard-key fields before `_id`, as on a real shard.
+   */
+  shardKey?: Document;
   private validatorFn?: (doc: Document) => boolean;
 
   constructor(
@@ -345,7 +350,26 @@ export class Collection {
     if (opts.lsid) full.lsid = opts.lsid;
     if (opts.txnNumber) full.txnNumber = opts.txnNumber;
     if (opts.fromMigrate) full.fromMigrate = true;
+    if (this.shardKey && full.documentKey) full.documentKey = this.shardDocumentKey(full);
     this.catalog.node.oplog.append(full);
+  }
+
+  /** `{<shard key fields>..., _id}` from the written document (missing fields are left out). */
+  private shardDocumentKey(entry: NewOplogEntry): Document {
+    const image = entry.fullDocument ?? entry.postImage ?? entry.preImage;
+    const doc: Document | undefined =
+      image instanceof Uint8Array ? decodeExact(image) : (image as Document | undefined);
+    const key: Document = {};
+    for (const field of Object.keys(this.shardKey!)) {
+      if (field === '_id') continue;
+      let cur: unknown = doc;
+      for (const part of field.split('.')) {
+        cur = cur && typeof cur === 'object' ? (cur as Document)[part] : undefined;
+      }
+      if (cur !== undefined) key[field] = cur;
+    }
+    key._id = entry.documentKey!._id;
+    return key;
   }
 }
 
