@@ -110,13 +110,11 @@ export class MongoDestinationCluster implements DestinationCluster {
     key: Document,
     unique: boolean,
   ): Promise<void> {
-    await this.client
-      .db('admin')
-      .command({
-        shardCollection: `${database}.${collection}`,
-        key,
-        ...(unique ? { unique } : {}),
-      });
+    await this.client.db('admin').command({
+      shardCollection: `${database}.${collection}`,
+      key,
+      ...(unique ? { unique } : {}),
+    });
   }
 
   async collMod(database: string, collection: string, options: Document): Promise<void> {

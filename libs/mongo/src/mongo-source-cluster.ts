@@ -133,6 +133,7 @@ export class MongoSourceCluster implements SourceCluster {
       command.hint = { _id: 1 };
       if ('min' in options.range) command.min = { _id: options.range.min };
       if ('max' in options.range) command.max = { _id: options.range.max };
+      if (options.sortById) command.sort = { _id: 1 };
     }
     if (options.uuid !== undefined && (await this.supportsCollectionUUID())) {
       command.collectionUUID = new Binary(Buffer.from(options.uuid, 'hex'), Binary.SUBTYPE_UUID);

@@ -208,8 +208,9 @@ export class ChangeApplier {
       })().catch((error) => this.fail(locate(error, event, position)));
     }
     let translation;
+    let route: ReturnType<EventRouter['route']> | undefined;
     try {
-      const route = this.options.router.route(event);
+      route = this.options.router.route(event);
       if ('ignore' in route) {
         translation = { kind: 'ignore' as const, reason: route.ignore };
       } else {
@@ -230,6 +231,9 @@ export class ChangeApplier {
       return undefined;
     }
     if (translation.kind === 'document') {
+      if (route && 'shardKeyFields' in route && route.shardKeyFields) {
+        translation.write.shardKeyFields = route.shardKeyFields;
+      }
       const seq = this.tracker.add(position);
       const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];
       lane.push(translation.write, seq);

@@ -36,7 +36,11 @@ export class WriteLane {
 
   constructor(private readonly deps: WriteLaneDeps) {}
 
+  /** Destination shard key fields by namespace (sharded destination collections only). */
+  private readonly shardKeys = new Map<string, string[]>();
+
   push(write: DocumentWrite, seq: number): void {
+    if (write.shardKeyFields) this.shardKeys.set(nsKey(write.ns), write.shardKeyFields);
     const entry = this.pending.get(write.identity);
     if (!entry || write.supersedes) {
       this.pending.set(write.identity, { ns: write.ns, steps: [...write.steps] });
@@ -120,15 +124,31 @@ export class WriteLane {
   }
 
   private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
-    return step.kind === 'lookup' ? this.resolveLookup(ns, step.documentKey) : step;
+    if (step.kind === 'lookup') return this.resolveLookup(ns, step.documentKey);
+    return step.kind === 'replace' ? this.targeted(ns, step) : step;
   }
 
   /** The source's current version of the document, or its deletion when it is gone. */
   private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
     const doc = await this.deps.lookup.findByKey(ns, documentKey);
     return doc
-      ? { kind: 'replace', filter: documentKey, replacement: doc }
+      ? this.targeted(ns, { kind: 'replace', filter: documentKey, replacement: doc })
       : { kind: 'delete', filter: documentKey };
+  }
+
+  /**
+   * A replace-upsert into a collection sharded on the destination names the shard key's values
+   * (taken from the replacement; a missing field is null, as mongod keys it) so that mongos can
+   * target the upsert.
+   */
+  private targeted(ns: Namespace, op: Extract<WriteOp, { kind: 'replace' }>): WriteOp {
+    const fields = this.shardKeys.get(nsKey(ns));
+    if (!fields) return op;
+    const filter: Document = { ...op.filter };
+    for (const field of fields) {
+      if (!(field in filter)) filter[field] = valueAt(op.replacement, field) ?? null;
+    }
+    return { ...op, filter };
   }
 }
 
@@ -175,4 +195,13 @@ function renderId(filter: Document): string {
   } catch {
     return String(filter._id);
   }
+}
+
+function valueAt(doc: Document, path: string): unknown {
+  let value: unknown = doc;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    value = (value as Document)[part];
+  }
+  return value;
 }

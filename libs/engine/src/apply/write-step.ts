@@ -24,4 +24,9 @@ export interface DocumentWrite {
    * pending steps of the same document can then be dropped.
    */
   supersedes: boolean;
+  /**
+   * Fields of the destination collection's shard key (dotted paths), when it is sharded: a
+   * replace-upsert must name them in its filter or mongos cannot target it.
+   */
+  shardKeyFields?: string[];
 }

@@ -71,7 +71,13 @@ export class CatalogEventRouter implements EventRouter {
     const catalog = this.deps.session.catalog;
     const uuid = uuidHex(event.collectionUUID);
     const record = uuid !== undefined ? catalog.byKey(uuid) : catalog.byName(db, coll);
-    if (record) return { ns: { db: record.database, coll: record.collection }, key: record.key };
+    if (record) {
+      return {
+        ns: { db: record.database, coll: record.collection },
+        key: record.key,
+        ...(record.shardKey ? { shardKeyFields: Object.keys(record.shardKey.key) } : {}),
+      };
+    }
     if (!isSyncedNamespace(db, coll, this.deps.selected)) return { ignore: 'not-selected' };
     // Sources without collection UUIDs in events (before 6.0): names are all there is.
     if (uuid === undefined) return { ns: { db, coll }, key: `${db}.${coll}` };

@@ -252,9 +252,27 @@ export class SyncRunner {
   }
 }
 
+/**
+ * Server error codes worth retrying (failover, shutdown, timeouts, network): MongoDB's
+ * retryable-error list plus the write-concern timeout.
+ */
+const TRANSIENT_CODES = new Set([
+  6, 7, 43, 50, 63, 64, 89, 91, 134, 150, 189, 237, 251, 262, 9001, 10107, 11600, 11602, 13435,
+  13436,
+]);
+
 /** Errors a retry cannot fix: the sync stops and shows them. */
 export function isPermanent(error: Error): boolean {
   if (error instanceof ApiError) return true;
+  // A server's answer with a code (e.g. a refused shardCollection) repeats on every retry.
+  const code = (error as { code?: unknown }).code;
+  if (
+    typeof code === 'number' &&
+    !(error instanceof ApplyError) &&
+    !(error instanceof CopyWriteError)
+  ) {
+    return !TRANSIENT_CODES.has(code) && !looksTransient(error);
+  }
   // A destination that rejected a document (a server error with a code) is permanent; a
   // connection that broke while writing is not.
   if (error instanceof CopyWriteError) {

@@ -99,7 +99,14 @@ export interface CheckpointStore {
 // ---------------------------------------------------------------------------------------------
 
 /** Where a document event is applied, or why it is not. */
-export type EventRoute = { ns: Namespace; key: string } | { ignore: string };
+export type EventRoute =
+  | {
+      ns: Namespace;
+      key: string;
+      /** Destination shard key fields when the collection is sharded there. */
+      shardKeyFields?: string[];
+    }
+  | { ignore: string };
 
 /**
  * The job's namespace catalog as change application sees it. Document events are routed by the

@@ -33,6 +33,11 @@ export interface ReadOptions {
   range: IdRange | 'natural';
   /** Documents per server batch; the adapter may use it as a hint only. */
   batchSize: number;
+  /**
+   * Return documents in `_id` order across the whole read (mongos only merges shard results
+   * in order when asked to sort). The copy does not need it; a comparison does.
+   */
+  sortById?: boolean;
   /** Upper bound of a yielded batch's bytes (a single larger document still comes alone). */
   maxBatchBytes?: number;
   signal?: AbortSignal;

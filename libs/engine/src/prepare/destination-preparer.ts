@@ -86,11 +86,14 @@ export async function prepareCollection(
   if (ns.shardKey) {
     // Replica set → sharded cluster (SEED-API §2.3): sharded with its key before any document
     // is copied; a supporting index the source lacks is built (and kept after commit).
-    const { key, unique, supportingIndex } = ns.shardKey;
+    // Sharded non-unique: a unique supporting index is relaxed until commit (as every unique
+    // index is), and mongod refuses `unique: true` over a non-unique index; the commit then
+    // restores the index's uniqueness (collMod prepareUnique → unique).
+    const { key, supportingIndex } = ns.shardKey;
     if (supportingIndex) {
       await destination.createIndexes(ns.database, ns.collection, [{ key, name: supportingIndex }]);
     }
-    await destination.shardCollection(ns.database, ns.collection, key, unique);
+    await destination.shardCollection(ns.database, ns.collection, key, false);
   }
   logger.debug('collection prepared', {
     namespace: `${ns.database}.${ns.collection}`,

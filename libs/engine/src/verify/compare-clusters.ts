@@ -91,7 +91,11 @@ async function collectionsOf(
 
 /** Documents of both sides in `_id` order, one at a time. */
 async function* documents(cluster: ComparableCluster, db: string, coll: string) {
-  for await (const batch of cluster.read(db, coll, { range: {}, batchSize: 1000 })) {
+  for await (const batch of cluster.read(db, coll, {
+    range: {},
+    batchSize: 1000,
+    sortById: true,
+  })) {
     yield* batch.documents;
   }
 }
