@@ -122,3 +122,102 @@ describe('replica set → sharded cluster (emulated mongos, 2 shards)', () => {
     expect(perShard.reduce((a, b) => a + b, 0)).toBe(701);
   });
 });
+
+/** Sharded → sharded through the routers with a single worker (no --id), SPEC §5. */
+describe('sharded → sharded with one worker (emulated, 2 + 3 shards)', () => {
+  let source: Awaited<ReturnType<typeof startShardedCluster>>;
+  let destination: Awaited<ReturnType<typeof startShardedCluster>>;
+  let src: MongoClient;
+  let dst: MongoClient;
+  let job: SyncJob | null = null;
+
+  beforeAll(async () => {
+    source = await startShardedCluster({ name: 'src', shards: 2 });
+    destination = await startShardedCluster({ name: 'dst', shards: 3 });
+    src = await new MongoClient(source.uri).connect();
+    dst = await new MongoClient(destination.uri).connect();
+  });
+
+  afterAll(async () => {
+    await job?.close();
+    await src?.close();
+    await dst?.close();
+    await destination?.stop();
+    await source?.stop();
+  });
+
+  it('shards each collection as the source does, copies and follows changes, commits exactly', async () => {
+    const admin = src.db('admin');
+    await admin.command({ shardCollection: 'app.users', key: { uid: 'hashed' } });
+    await admin.command({ shardCollection: 'app.orders', key: { region: 1, _id: 1 } });
+    const app = src.db('app');
+    await app
+      .collection<AnyDoc>('users')
+      .insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: new Int32(i), uid: `u${i}` })));
+    await app.collection<AnyDoc>('orders').insertMany(
+      Array.from({ length: 400 }, (_, i) => ({
+        _id: new Int32(i),
+        region: ['eu', 'us', 'ap'][i % 3],
+        total: i,
+      })),
+    );
+    await app.collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'dark' });
+
+    const engine = await createSyncEngine({
+      clusters: { cluster0: source.uri, cluster1: destination.uri },
+      logger: silentLogger,
+      engine: TUNING,
+      changeApplication: CEA_TUNING,
+    });
+    await engine.ready;
+    job = engine as unknown as SyncJob;
+    await expect(
+      job.start({
+        source: 'cluster0',
+        destination: 'cluster1',
+        buildIndexes: 'beforeDataCopy',
+        enableUserWriteBlocking: false,
+        reversible: false,
+        sharding: { createSupportingIndexes: false, shardingEntries: [] },
+      }),
+    ).rejects.toMatchObject({ error: 'ShardingNotAllowed' });
+    await job.start({
+      source: 'cluster0',
+      destination: 'cluster1',
+      buildIndexes: 'beforeDataCopy',
+      enableUserWriteBlocking: false,
+      reversible: false,
+    });
+    await waitFor(
+      () => job!.progress().canCommit === true,
+      60_000,
+      'canCommit',
+      () => JSON.stringify(job!.progress()),
+    );
+    await app.collection<AnyDoc>('users').updateMany({}, { $set: { seen: true } });
+    await app.collection<AnyDoc>('orders').deleteMany({ region: 'ap' });
+    await app
+      .collection<AnyDoc>('orders')
+      .insertOne({ _id: new Int32(999), region: 'eu', total: 1 });
+    await waitFor(() => job!.progress().canCommit === true, 60_000, 'canCommit again');
+    await job.commit();
+    await waitFor(
+      () => job!.progress().state === 'COMMITTED',
+      60_000,
+      'COMMITTED',
+      () => JSON.stringify(job!.progress()),
+    );
+
+    const report = await compareClusters(src, dst, { databases: ['app'] });
+    expect(report.differences).toEqual([]);
+    expect(report.documents).toBe(600 + 267 + 1 + 1);
+    const config = dst.db('config').collection('collections');
+    expect(await config.findOne({ _id: 'app.users' as never })).toMatchObject({
+      key: { uid: 'hashed' },
+    });
+    expect(await config.findOne({ _id: 'app.orders' as never })).toMatchObject({
+      key: { region: 1, _id: 1 },
+    });
+    expect(await config.findOne({ _id: 'app.settings' as never })).toBeNull();
+  });
+});

@@ -99,6 +99,21 @@ export class MongoSourceCluster implements SourceCluster {
     return docs.map((d) => d._id);
   }
 
+  async shardedCollections(): Promise<Map<string, { key: Document; unique: boolean }>> {
+    const out = new Map<string, { key: Document; unique: boolean }>();
+    const hello = await this.client.db('admin').command({ hello: 1 });
+    if (hello.msg !== 'isdbgrid') return out;
+    const docs = await this.client
+      .db('config')
+      .collection('collections')
+      .find({ dropped: { $ne: true } }, { promoteValues: true })
+      .toArray();
+    for (const doc of docs) {
+      out.set(String(doc._id), { key: doc.key as Document, unique: doc.unique === true });
+    }
+    return out;
+  }
+
   async setUserWriteBlocking(enabled: boolean): Promise<void> {
     await this.client.db('admin').command({ setUserWriteBlockMode: 1, global: enabled });
   }

@@ -71,7 +71,9 @@ export async function startJob(
     shapeOf(destinationInfo),
   );
   const plan = await planSync(source, filter, logger);
-  plan.namespaces = planSharding(request, plan.namespaces);
+  const sourceSharded =
+    sourceInfo.kind === 'sharded' ? await source.shardedCollections() : new Map();
+  plan.namespaces = planSharding(request, plan.namespaces, sourceSharded);
   try {
     await assertDestinationEmpty(destination, plan.namespaces);
   } catch (error) {

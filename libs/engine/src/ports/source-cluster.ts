@@ -90,6 +90,11 @@ export interface SourceCluster {
   sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]>;
   /** Streams a range in batches; memory is bounded by one batch. */
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
+  /**
+   * Sharded collections of a sharded source (`config.collections`), by `db.coll`: their shard
+   * key and unique flag. Empty for a replica set.
+   */
+  shardedCollections(): Promise<Map<string, { key: Document; unique: boolean }>>;
   /** `setUserWriteBlockMode` on the source (commit with enableUserWriteBlocking). */
   setUserWriteBlocking(enabled: boolean): Promise<void>;
   /**

@@ -44,9 +44,18 @@ const truthy = (v: unknown) =>
 export function planSharding(
   request: StartRequest,
   namespaces: NamespaceRecord[],
+  sourceSharded: Map<string, { key: Document; unique: boolean }> = new Map(),
 ): NamespaceRecord[] {
   const sharding = request.sharding;
-  if (!sharding) return namespaces;
+  if (!sharding) {
+    // Sharded → sharded: each collection sharded on the source is sharded the same way on the
+    // destination (its shard-key index is among the source indexes the preparer builds).
+    if (sourceSharded.size === 0) return namespaces;
+    return namespaces.map((n) => {
+      const shard = sourceSharded.get(`${n.database}.${n.collection}`);
+      return shard && n.type === 'collection' ? { ...n, shardKey: { ...shard } } : n;
+    });
+  }
   const byName = new Map(namespaces.map((n) => [`${n.database}.${n.collection}`, n]));
   const seen = new Set<string>();
   const keys = new Map<string, NamespaceRecord['shardKey']>();

@@ -262,6 +262,11 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     this.databases.get(to.db)!.set(to.coll, coll);
     return true;
   }
+  async shardedCollections(): Promise<Map<string, { key: Document; unique: boolean }>> {
+    return new Map(
+      [...this.sharded].map(([ns, { key, unique }]) => [ns, { key, unique }] as const),
+    );
+  }
   /** `db.coll` → shard key, in the order collections were sharded. */
   readonly sharded = new Map<string, { key: Document; unique: boolean; documentsBefore: number }>();
   async shardCollection(
