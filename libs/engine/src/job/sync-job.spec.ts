@@ -597,6 +597,26 @@ describe('SyncJob', () => {
     });
   });
 
+  it('sharded → sharded: each collection sharded on the source is sharded alike on the destination', async () => {
+    const sharded = (name: string, host: string, members: string[]) => ({
+      kind: 'sharded' as const,
+      shardCount: members.length,
+      displayHost: host,
+      fingerprint: { kind: 'sharded' as const, setName: null, members },
+    });
+    const src = new FakeCluster('cluster0', sharded('a', 'ma:1', ['a0', 'a1']));
+    const dst = new FakeCluster('cluster1', sharded('b', 'mb:1', ['b0', 'b1']));
+    src.seed('shop', 'orders', [{ _id: 1, region: 'eu' }]);
+    src.seed('shop', 'notes', [{ _id: 1 }]);
+    await src.shardCollection('shop', 'orders', { region: 1, _id: 1 }, true);
+    const job = await boot(new FakeDirectory(src, dst));
+    await job.start(request());
+    await job.idle();
+    expect(dst.sharded.get('shop.orders')).toMatchObject({ key: { region: 1, _id: 1 } });
+    expect(dst.sharded.has('shop.notes')).toBe(false);
+    expect(dst.collection('shop', 'orders')!.documents).toHaveLength(1);
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>
