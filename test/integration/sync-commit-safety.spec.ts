@@ -12,7 +12,7 @@ import {
 } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
-const USER_WRITES_BLOCKED = 372;
+const USER_WRITES_BLOCKED = 371; // UserWritesBlocked (error_codes.yml)
 
 async function seedItems(c: AuthClusters, count: number): Promise<void> {
   const items = c.appSrc.db('shop').collection<AnyDoc>('items');

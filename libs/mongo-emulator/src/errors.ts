@@ -48,7 +48,7 @@ export const ErrorCodes = {
   ChangeStreamFatalError: 280,
   ChangeStreamHistoryLost: 286,
   CannotConvertIndexToUnique: 359,
-  UserWritesBlocked: 372,
+  UserWritesBlocked: 371,
   ConversionFailure: 241,
   Overflow: 15,
   QueryFeatureNotAllowed: 224,

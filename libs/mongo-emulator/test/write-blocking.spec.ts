@@ -48,7 +48,7 @@ describe('setUserWriteBlockMode with authentication', () => {
     await root.db('admin').command({ setUserWriteBlockMode: 1, global: true });
     try {
       await expect(app.db('shop').command({ insert: 'c' })).rejects.toMatchObject({
-        code: 372,
+        code: 371,
         codeName: 'UserWritesBlocked',
         message: 'User writes blocked',
       });
