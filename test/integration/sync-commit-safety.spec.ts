@@ -106,7 +106,10 @@ describe('T0, commit and reverse safety (authentication on)', () => {
         c.appSrc.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'x' }),
       ),
     ).toBe(USER_WRITES_BLOCKED);
-    await c.dst.db('shop').collection<Document>('items').deleteOne({ _id: 'stray' } as Document);
+    await c.dst
+      .db('shop')
+      .collection<Document>('items')
+      .deleteOne({ _id: 'stray' } as Document);
     await job.commit();
     await waitFor(
       () => job.progress().state === 'COMMITTED',
