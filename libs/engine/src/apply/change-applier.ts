@@ -231,8 +231,9 @@ export class ChangeApplier {
       return undefined;
     }
     if (translation.kind === 'document') {
-      if (route && 'shardKeyFields' in route && route.shardKeyFields) {
-        translation.write.shardKeyFields = route.shardKeyFields;
+      if (route && 'key' in route) {
+        if (route.shardKeyFields) translation.write.shardKeyFields = route.shardKeyFields;
+        if (/^[0-9a-f]{32}$/.test(route.key)) translation.write.collectionUuid = route.key;
       }
       const seq = this.tracker.add(position);
       const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];

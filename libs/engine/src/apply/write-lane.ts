@@ -38,9 +38,12 @@ export class WriteLane {
 
   /** Destination shard key fields by namespace (sharded destination collections only). */
   private readonly shardKeys = new Map<string, string[]>();
+  /** Source collection UUIDs by namespace, so a lookup reads that collection whatever its name. */
+  private readonly uuids = new Map<string, string>();
 
   push(write: DocumentWrite, seq: number): void {
     if (write.shardKeyFields) this.shardKeys.set(nsKey(write.ns), write.shardKeyFields);
+    if (write.collectionUuid) this.uuids.set(nsKey(write.ns), write.collectionUuid);
     const entry = this.pending.get(write.identity);
     if (!entry || write.supersedes) {
       this.pending.set(write.identity, { ns: write.ns, steps: [...write.steps] });
@@ -130,7 +133,7 @@ export class WriteLane {
 
   /** The source's current version of the document, or its deletion when it is gone. */
   private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
-    const doc = await this.deps.lookup.findByKey(ns, documentKey);
+    const doc = await this.deps.lookup.findByKey(ns, documentKey, this.uuids.get(nsKey(ns)));
     return doc
       ? this.targeted(ns, { kind: 'replace', filter: documentKey, replacement: doc })
       : { kind: 'delete', filter: documentKey };

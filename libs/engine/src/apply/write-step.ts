@@ -29,4 +29,6 @@ export interface DocumentWrite {
    * replace-upsert must name them in its filter or mongos cannot target it.
    */
   shardKeyFields?: string[];
+  /** The source collection's UUID (hex), for lookups that must read that very collection. */
+  collectionUuid?: string;
 }

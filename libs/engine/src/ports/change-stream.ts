@@ -46,7 +46,12 @@ export interface ChangeFeed {
 /** Re-reads one document from the source: the fallback for updates that cannot be replayed. */
 export interface DocumentLookup {
   /** The current source document with this key (unpromoted), or null when it is gone. */
-  findByKey(ns: Namespace, documentKey: Document): Promise<Document | null>;
+  findByKey(
+    ns: Namespace,
+    documentKey: Document,
+    /** The collection's UUID (hex): the read follows it if the name now belongs elsewhere. */
+    collectionUuid?: string,
+  ): Promise<Document | null>;
 }
 
 // ---------------------------------------------------------------------------------------------
