@@ -22,3 +22,16 @@ export function parseCommandId(value: unknown): string | undefined {
   }
   return value;
 }
+
+/** `GET /progress?detail=namespaces`: adds one entry per namespace (`namespaceDetail`). */
+export interface ProgressOptions {
+  detail?: 'namespaces';
+}
+
+export function parseProgressDetail(value: unknown): ProgressOptions {
+  if (value === undefined) return {};
+  if (value !== 'namespaces') {
+    throw new ApiError('InvalidRequest', 'detail must be "namespaces" (or absent).');
+  }
+  return { detail: 'namespaces' };
+}

@@ -14,6 +14,7 @@ export * from './job/phases';
 export * from './job/change-event-application';
 export * from './progress/progress-report';
 export * from './progress/progress-snapshot';
+export * from './progress/namespace-detail';
 export * from './job/sync-job';
 export * from './job/job-session';
 export * from './job/sync-runner';

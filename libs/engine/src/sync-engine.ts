@@ -1,4 +1,10 @@
-import type { CommandOptions, Progress, StartRequest, SyncState } from '@sync/contracts';
+import type {
+  CommandOptions,
+  Progress,
+  ProgressOptions,
+  StartRequest,
+  SyncState,
+} from '@sync/contracts';
 
 /**
  * What the HTTP layer drives: one sync instance. Every method either succeeds or throws an
@@ -9,7 +15,7 @@ export interface SyncEngine {
   /** Validates against the clusters, persists the job, moves IDLE → RUNNING. */
   start(request: StartRequest, options?: CommandOptions): Promise<void>;
   /** A snapshot; never throws except NotReady while INITIALIZING. */
-  progress(): Progress;
+  progress(options?: ProgressOptions): Progress;
   pause(options?: CommandOptions): Promise<void>;
   resume(options?: CommandOptions): Promise<void>;
   commit(options?: CommandOptions): Promise<void>;

@@ -67,6 +67,15 @@ describe('HTTP API /api/v1', () => {
     expect(progress.body.progress.state).toBe('RUNNING');
   });
 
+  it('progress?detail=namespaces reaches the engine; another detail is InvalidRequest', async () => {
+    const ok = await fetch(`${api.baseUrl}/progress?detail=namespaces`);
+    expect(ok.status).toBe(200);
+    expect(engine.progressOptions).toEqual({ detail: 'namespaces' });
+    const bad = await fetch(`${api.baseUrl}/progress?detail=everything`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ success: false, error: 'InvalidRequest' });
+  });
+
   it('passes X-Command-Id to the engine and refuses a malformed one', async () => {
     await post('start', start, { 'x-command-id': 'cmd-1' });
     await post('pause', {}, { 'X-Command-Id': 'cmd:2' });

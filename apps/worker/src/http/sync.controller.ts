@@ -1,8 +1,9 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Post, Query } from '@nestjs/common';
 import {
   COMMAND_ID_HEADER,
   applyProgressRules,
   parseCommandId,
+  parseProgressDetail,
   validateEmptyRequest,
   validateStartRequest,
 } from '@sync/contracts';
@@ -34,8 +35,12 @@ export class SyncController {
   }
 
   @Get('progress')
-  progress(): ProgressBody {
-    return { success: true, progress: applyProgressRules(this.engines.current().progress()) };
+  progress(@Query('detail') detail?: unknown): ProgressBody {
+    const options = parseProgressDetail(detail);
+    return {
+      success: true,
+      progress: applyProgressRules(this.engines.current().progress(options)),
+    };
   }
 
   @Post('pause')

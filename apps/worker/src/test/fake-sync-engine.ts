@@ -2,6 +2,7 @@ import {
   assertOperationAllowed,
   type CommandOptions,
   type Progress,
+  type ProgressOptions,
   type StartRequest,
   type SyncState,
 } from '@sync/contracts';
@@ -26,7 +27,11 @@ export class FakeSyncEngine implements SyncEngine {
     this.state = 'RUNNING';
   }
 
-  progress(): Progress {
+  /** Options progress was last asked with. */
+  progressOptions: ProgressOptions | undefined;
+
+  progress(options?: ProgressOptions): Progress {
+    this.progressOptions = options;
     return {
       state: this.state,
       canCommit: this.canCommit,

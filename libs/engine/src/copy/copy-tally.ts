@@ -26,6 +26,11 @@ export class CopyTally {
     this.inFlight.delete(partitionId);
   }
 
+  /** Bytes of a partition read and written so far (not finished yet). */
+  inFlightBytes(partitionId: string): number {
+    return this.inFlight.get(partitionId) ?? 0;
+  }
+
   get copiedBytes(): number {
     let total = this.done;
     for (const bytes of this.inFlight.values()) total += bytes;

@@ -617,6 +617,38 @@ describe('SyncJob', () => {
     expect(dst.collection('shop', 'orders')!.documents).toHaveLength(1);
   });
 
+  it('progress with detail=namespaces lists every namespace with its copy state', async () => {
+    const { directory } = world();
+    const job = await boot(directory);
+    await job.start(request({ excludeNamespaces: [{ database: 'crm' }] }));
+    await job.idle();
+    const detail = job.progress({ detail: 'namespaces' }).namespaceDetail as Array<{
+      namespace: string;
+      state: string;
+      type: string;
+      copiedBytes: number;
+      estimatedBytes: number;
+      partitions: { total: number; done: number };
+    }>;
+    expect(detail.map((d) => d.namespace).sort()).toEqual([
+      'shop.c0',
+      'shop.c1',
+      'shop.c2',
+      'shop.cheap',
+      'shop.log',
+    ]);
+    const c1 = detail.find((d) => d.namespace === 'shop.c1')!;
+    expect(c1).toMatchObject({ type: 'collection', state: 'copied' });
+    expect(c1.partitions.total).toBeGreaterThan(1);
+    expect(c1.partitions.done).toBe(c1.partitions.total);
+    expect(c1.copiedBytes).toBe(c1.estimatedBytes);
+    expect(detail.find((d) => d.namespace === 'shop.cheap')).toMatchObject({
+      type: 'view',
+      state: 'created',
+    });
+    expect(job.progress()).not.toHaveProperty('namespaceDetail');
+  });
+
   it('a write failure fails the sync loudly (onFatal) without marking partitions done', async () => {
     const { dst, directory } = world();
     dst.failInsert = () =>

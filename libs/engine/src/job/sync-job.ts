@@ -4,6 +4,7 @@ import {
   wrongStateError,
   type CommandOptions,
   type Progress,
+  type ProgressOptions,
   type StartRequest,
   type SyncOperation,
   type SyncState,
@@ -25,6 +26,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, PersistedJob } from '../ports/job-store';
 import { renderProgress, snapshotOf as progressSnapshot } from '../progress/progress-snapshot';
 import type { SyncEngine } from '../sync-engine';
+import { namespaceDetail } from '../progress/namespace-detail';
 
 export type { SyncJobOptions };
 import type { JobSession } from './job-session';
@@ -119,12 +121,12 @@ export class SyncJob implements SyncEngine {
     });
   }
 
-  progress(): Progress {
+  progress(options?: ProgressOptions): Progress {
     if (this.fatalInit) throw this.fatalInit;
     if (this.current === 'INITIALIZING') {
       throw new ApiError('NotReady', 'The instance is restoring its sync state; retry shortly.');
     }
-    return renderProgress(
+    const progress = renderProgress(
       progressSnapshot({
         state: this.current,
         session: this.current === 'IDLE' ? null : this.session,
@@ -136,6 +138,10 @@ export class SyncJob implements SyncEngine {
         redact: this.options.redact ?? ((t) => t),
       }),
     );
+    if (options?.detail === 'namespaces' && this.session && this.current !== 'IDLE') {
+      progress.namespaceDetail = namespaceDetail(this.session);
+    }
+    return progress;
   }
 
   async pause(options?: CommandOptions): Promise<void> {

@@ -1,0 +1,50 @@
+import type { JobSession } from '../job/job-session';
+
+export interface NamespaceProgress {
+  namespace: string;
+  /** Source collection UUID (hex); absent for views. */
+  uuid?: string;
+  type: 'collection' | 'view';
+  /**
+   * `pending` (not partitioned yet), `copying`, `copied`, or `created` (a view, or a
+   * collection created by a change event: nothing to copy).
+   */
+  state: 'pending' | 'copying' | 'copied' | 'created';
+  estimatedBytes: number;
+  copiedBytes: number;
+  partitions: { total: number; done: number };
+  shardKey?: Record<string, unknown>;
+}
+
+/** One entry per namespace of the catalog (GET /progress?detail=namespaces). */
+export function namespaceDetail(session: JobSession): NamespaceProgress[] {
+  return session.catalog.records.map((record) => {
+    const partitions = session.partitionsOf(record.key);
+    const done = partitions.filter((p) => p.status === 'done');
+    const copiedBytes =
+      done.reduce((sum, p) => sum + p.copiedBytes, 0) +
+      partitions
+        .filter((p) => p.status !== 'done')
+        .reduce((sum, p) => sum + session.tally.inFlightBytes(p._id), 0);
+    const state: NamespaceProgress['state'] =
+      record.copy === 'none'
+        ? 'created'
+        : record.copy === 'done'
+          ? 'copied'
+          : record.partitionSet === undefined
+            ? 'pending'
+            : 'copying';
+    return {
+      namespace: `${record.database}.${record.collection}`,
+      ...(record.type === 'collection' && /^[0-9a-f]{32}$/.test(record.key)
+        ? { uuid: record.key }
+        : {}),
+      type: record.type,
+      state,
+      estimatedBytes: record.estimatedBytes,
+      copiedBytes,
+      partitions: { total: partitions.length, done: done.length },
+      ...(record.shardKey ? { shardKey: record.shardKey.key } : {}),
+    };
+  });
+}
