@@ -1,12 +1,11 @@
 import { Binary, type Document } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
 import type { DocumentLookup, Namespace } from '@sync/engine/apply';
+import { supportsCollectionUUID } from './server-features';
 import { EXACT_BSON } from './exact-bson';
 
 /** CollectionUUIDMismatch: the name belongs to another collection (or none) now. */
 const COLLECTION_UUID_MISMATCH = 361;
-/** Wire version of MongoDB 6.0, the first to accept `collectionUUID` on find. */
-const WIRE_VERSION_6_0 = 17;
 
 /**
  * Reads one source document by its documentKey (shard key included, so mongos targets one
@@ -17,8 +16,6 @@ const WIRE_VERSION_6_0 = 17;
  * drop arrives as a change event).
  */
 export class MongoDocumentLookup implements DocumentLookup {
-  private uuidSupport: Promise<boolean> | null = null;
-
   constructor(private readonly client: MongoClient) {}
 
   async findByKey(
@@ -26,7 +23,7 @@ export class MongoDocumentLookup implements DocumentLookup {
     documentKey: Document,
     collectionUuid?: string,
   ): Promise<Document | null> {
-    if (collectionUuid === undefined || !(await this.supportsCollectionUUID())) {
+    if (collectionUuid === undefined || !(await supportsCollectionUUID(this.client))) {
       return this.client.db(ns.db).collection(ns.coll).findOne(documentKey, EXACT_BSON);
     }
     let coll = ns.coll;
@@ -61,17 +58,5 @@ export class MongoDocumentLookup implements DocumentLookup {
       }
     }
     throw new Error(`the source collection of ${ns.db}.${ns.coll} kept moving during a lookup`);
-  }
-
-  private supportsCollectionUUID(): Promise<boolean> {
-    this.uuidSupport ??= this.client
-      .db('admin')
-      .command({ hello: 1 })
-      .then((reply) => Number(reply.maxWireVersion ?? 0) >= WIRE_VERSION_6_0)
-      .catch(() => {
-        this.uuidSupport = null;
-        return false;
-      });
-    return this.uuidSupport;
   }
 }

@@ -12,9 +12,8 @@ import { MongoServerError, type MongoClient } from 'mongodb';
 
 /** CollectionUUIDMismatch, NamespaceNotFound, QueryPlanKilled (drop/rename killed the cursor). */
 const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
-/** Wire version of MongoDB 6.0, the first to accept `collectionUUID` on find. */
-const WIRE_VERSION_6_0 = 17;
 import { inspectCluster } from './cluster-inspector';
+import { supportsCollectionUUID } from './server-features';
 import { EXACT_BSON, toNumber } from './exact-bson';
 
 /** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
@@ -150,7 +149,7 @@ export class MongoSourceCluster implements SourceCluster {
       if ('max' in options.range) command.max = { _id: options.range.max };
       if (options.sortById) command.sort = { _id: 1 };
     }
-    if (options.uuid !== undefined && (await this.supportsCollectionUUID())) {
+    if (options.uuid !== undefined && (await supportsCollectionUUID(this.client))) {
       command.collectionUUID = new Binary(Buffer.from(options.uuid, 'hex'), Binary.SUBTYPE_UUID);
     }
     // Majority reads causally after T0: a write acknowledged before T0 is waited for even if it
@@ -193,19 +192,5 @@ export class MongoSourceCluster implements SourceCluster {
     } finally {
       await cursor.close().catch(() => undefined);
     }
-  }
-
-  private uuidSupport: Promise<boolean> | null = null;
-
-  private supportsCollectionUUID(): Promise<boolean> {
-    this.uuidSupport ??= this.client
-      .db('admin')
-      .command({ hello: 1 })
-      .then((reply) => Number(reply.maxWireVersion ?? 0) >= WIRE_VERSION_6_0)
-      .catch(() => {
-        this.uuidSupport = null;
-        return false;
-      });
-    return this.uuidSupport;
   }
 }

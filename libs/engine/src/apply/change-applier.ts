@@ -3,7 +3,7 @@ import type { ChangeEvent } from './change-event';
 import { CheckpointTracker, type StreamPosition } from './checkpoint-tracker';
 import { lagSeconds } from './commit-readiness';
 import { DDL_OPERATION_TYPES } from './ddl-event';
-import { ApplyError, ChangeStreamInvalidatedError, UnsupportedEventError } from './errors';
+import { ApplyError } from './errors';
 import { laneOf } from './lane-router';
 import type {
   ChangeFeed,
@@ -16,7 +16,7 @@ import type {
 } from './ports';
 import { resumeTokenTime } from './resume-token';
 import { compareTimestamps, maxTimestamp } from './timestamps';
-import { translateEvent, type TranslationOptions } from './translate-event';
+import { assertApplicable, translateEvent, type TranslationOptions } from './translate-event';
 import { WriteLane } from './write-lane';
 
 export interface ChangeApplierOptions {
@@ -188,13 +188,7 @@ export class ChangeApplier {
   private dispatch(event: ChangeEvent, position: StreamPosition): Promise<void> | undefined {
     const type = event.operationType;
     try {
-      if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
-      if (type === 'reshardCollection' || type === 'refineCollectionShardKey') {
-        throw new UnsupportedEventError(
-          type,
-          `${type} on the source is not supported during a sync`,
-        );
-      }
+      assertApplicable(event);
     } catch (error) {
       this.fail(locate(error, event, position));
       return undefined;

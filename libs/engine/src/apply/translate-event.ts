@@ -26,6 +26,18 @@ export type Translation =
  * Event → destination work. Pure: no I/O, so every rule is unit-tested. Throws for events the
  * sync must not continue past (invalidate, resharding).
  */
+/**
+ * Throws for events the sync must not continue past: an invalidate (a cluster-wide stream never
+ * invalidates, so our position is no longer valid) and resharding DDL.
+ */
+export function assertApplicable(event: ChangeEvent): void {
+  const type = event.operationType;
+  if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
+  if (type === 'reshardCollection' || type === 'refineCollectionShardKey') {
+    throw new UnsupportedEventError(type, `${type} on the source is not supported during a sync`);
+  }
+}
+
 export function translateEvent(
   event: ChangeEvent,
   selected: NamespacePredicate,
@@ -33,11 +45,8 @@ export function translateEvent(
   /** Stable identity of the collection (its UUID) for lane routing; default: the namespace. */
   collectionKey?: string,
 ): Translation {
+  assertApplicable(event);
   const type = event.operationType;
-  if (type === 'invalidate') throw new ChangeStreamInvalidatedError();
-  if (type === 'reshardCollection' || type === 'refineCollectionShardKey') {
-    throw new UnsupportedEventError(type, `${type} on the source is not supported during a sync`);
-  }
   if (DDL_OPERATION_TYPES.has(type)) {
     const actions = translateDdl(event, selected, options);
     return actions.length > 0 ? { kind: 'ddl', actions } : { kind: 'ignore', reason: 'ddl-noop' };

@@ -53,7 +53,7 @@ export function planDestinationIndexes(
 }
 
 /** Index options arrive unpromoted: `true`, or a numeric wrapper such as Int32(1)/Double(1). */
-function isTrue(value: unknown): boolean {
+export function isTrue(value: unknown): boolean {
   if (value === true) return true;
   if (value && typeof value === 'object' && 'valueOf' in value) {
     const primitive = (value as { valueOf(): unknown }).valueOf();

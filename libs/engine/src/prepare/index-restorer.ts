@@ -1,7 +1,7 @@
 import type { Document } from 'bson';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { NamespaceRecord } from '../ports/job-store';
-import { numberValue } from './index-relaxation';
+import { isTrue, numberValue } from './index-relaxation';
 
 /**
  * Commit-time counterpart of the relaxation: uniqueness via prepareUnique → unique (MongoDB's
@@ -24,8 +24,8 @@ export async function restoreRelaxedIndexes(
       const now = current.get(index.name);
       if (!now) continue;
       const wanted = index.original;
-      if (truthy(wanted.unique) && !truthy(now.unique)) {
-        if (!truthy(now.prepareUnique)) {
+      if (isTrue(wanted.unique) && !isTrue(now.unique)) {
+        if (!isTrue(now.prepareUnique)) {
           await destination.modifyIndex(ns.database, ns.collection, {
             name: index.name,
             prepareUnique: true,
@@ -45,21 +45,12 @@ export async function restoreRelaxedIndexes(
           expireAfterSeconds: numberValue(wanted.expireAfterSeconds),
         });
       }
-      if (truthy(wanted.hidden) !== truthy(now.hidden)) {
+      if (isTrue(wanted.hidden) !== isTrue(now.hidden)) {
         await destination.modifyIndex(ns.database, ns.collection, {
           name: index.name,
-          hidden: truthy(wanted.hidden),
+          hidden: isTrue(wanted.hidden),
         });
       }
     }
   }
-}
-
-function truthy(value: unknown): boolean {
-  if (value === undefined || value === null) return false;
-  if (typeof value === 'object' && 'valueOf' in (value as object)) {
-    const v = (value as { valueOf(): unknown }).valueOf();
-    return v === true || (typeof v === 'number' && v !== 0);
-  }
-  return value === true || (typeof value === 'number' && value !== 0);
 }

@@ -1,6 +1,7 @@
 import type { Document } from 'bson';
 import { ApiError, type StartRequest } from '@sync/contracts';
 import type { NamespaceRecord } from '../ports/job-store';
+import { isTrue } from './index-relaxation';
 
 /** The shard key of an entry as one ordered key document (`[{a: 1}, {b: 'hashed'}]` → `{a: 1, b: 'hashed'}`). */
 export function shardKeyOf(entry: {
@@ -28,11 +29,6 @@ function supports(index: Document, key: Document): boolean {
     index.partialFilterExpression === undefined
   );
 }
-
-const truthy = (v: unknown) =>
-  v === true ||
-  (typeof v === 'object' && v !== null && (v as { valueOf(): unknown }).valueOf() === true) ||
-  Number(v) === 1;
 
 /**
  * SEED-API §2.3 at start, before anything is written: every entry names a selected collection
@@ -81,7 +77,7 @@ export function planSharding(
     }
     const unique =
       !!support &&
-      truthy(support.unique) &&
+      isTrue(support.unique) &&
       Object.keys(support.key as Document).length === Object.keys(key).length;
     keys.set(ns, {
       key,
