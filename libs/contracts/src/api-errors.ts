@@ -72,6 +72,28 @@ export const API_ERRORS = {
       'A sync between sharded clusters with different shard counts cannot be reversible.',
   },
 
+  // One worker per source shard (--id).
+  InvalidShardId: {
+    httpStatus: 400,
+    description:
+      '--id does not name a shard of the source (listShards), or the source is a replica set (one worker without --id syncs it).',
+  },
+  PerShardSyncInProgress: {
+    httpStatus: 409,
+    description:
+      'The destination holds a sync run by one worker per source shard; a worker without --id cannot join it (or the other way round).',
+  },
+  SyncRequestMismatch: {
+    httpStatus: 409,
+    description:
+      'Every worker of a per-shard sync must get the identical start request; this one differs from the coordinator\'s.',
+  },
+  ReverseNotSupportedPerShard: {
+    httpStatus: 409,
+    description:
+      'reverse of a sync run by one worker per source shard is not built yet; a sync run by one worker through the routers can be reversed.',
+  },
+
   // Wrong state for the operation.
   NotIdle: { httpStatus: 409, description: 'start is only allowed while the sync is IDLE.' },
   InvalidState: {

@@ -27,3 +27,6 @@ export * from './operations/start';
 export * from './operations/restore';
 export * from './operations/reverse';
 export * from './verify/compare-clusters';
+export * from './shards/key-order';
+export * from './shards/shard-hash';
+export * from './shards/ownership';

@@ -56,6 +56,7 @@ export async function createSyncEngine(
     clusters: directory,
     logger,
     syncID,
+    ...(options.id !== undefined ? { shardId: options.id } : {}),
     onFatal,
     redact,
     onClose: () => directory.close(),

@@ -1,7 +1,14 @@
-import type { ClusterDirectory, DestinationCluster, JobStore, SourceCluster } from '@sync/engine';
+import type {
+  ClusterDirectory,
+  CoordinationStore,
+  DestinationCluster,
+  JobStore,
+  SourceCluster,
+} from '@sync/engine';
 import { MongoClient } from 'mongodb';
 import { displayHost } from './connection-string';
 import { MongoDestinationCluster } from './mongo-destination-cluster';
+import { MongoCoordinationStore } from './mongo-coordination-store';
 import { MongoJobStore } from './mongo-job-store';
 import { MongoSourceCluster } from './mongo-source-cluster';
 
@@ -10,6 +17,7 @@ interface Entry {
   source: MongoSourceCluster;
   destination: MongoDestinationCluster;
   store: MongoJobStore;
+  coordination: MongoCoordinationStore;
 }
 
 /**
@@ -36,6 +44,7 @@ export class MongoClusterDirectory implements ClusterDirectory {
         source: new MongoSourceCluster(client, host),
         destination: new MongoDestinationCluster(client, host),
         store: new MongoJobStore(client, syncID),
+        coordination: new MongoCoordinationStore(client),
       });
     }
   }
@@ -54,6 +63,10 @@ export class MongoClusterDirectory implements ClusterDirectory {
 
   jobStore(name: string): JobStore {
     return this.entry(name).store;
+  }
+
+  coordination(name: string): CoordinationStore {
+    return this.entry(name).coordination;
   }
 
   /** The driver client of a launched cluster (change application adapters). */

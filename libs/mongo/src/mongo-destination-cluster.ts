@@ -9,6 +9,7 @@ import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
 import { EXACT_BSON } from './exact-bson';
+import { balancerMode, setBalancer } from './sharding-metadata';
 
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
@@ -162,6 +163,14 @@ export class MongoDestinationCluster implements DestinationCluster {
         `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
       );
     }
+  }
+
+  balancerMode(): Promise<'full' | 'off' | null> {
+    return balancerMode(this.client);
+  }
+
+  setBalancer(enabled: boolean): Promise<void> {
+    return setBalancer(this.client, enabled);
   }
 
   async setUserWriteBlocking(enabled: boolean): Promise<void> {

@@ -94,12 +94,22 @@ export class MongoJobStore implements JobStore {
 
 function normaliseJob(raw: Document): JobRecord {
   const job = raw as unknown as JobRecord;
-  // The request is API input (plain JSON numbers): decode it the way the API did.
-  job.request = BSON.deserialize(BSON.serialize(raw.request as Document)) as JobRecord['request'];
+  job.request = normaliseRequest(raw.request as Document);
   job.estimatedTotalBytes = toNumber(raw.estimatedTotalBytes);
   job.nextPartitionSet = toNumber(raw.nextPartitionSet);
   job.reversals = toNumber(raw.reversals);
-  job.namespaces = ((raw.namespaces as Document[] | undefined) ?? []).map(
+  job.namespaces = normaliseNamespaces(raw.namespaces as Document[] | undefined);
+  return job;
+}
+
+/** The request is API input (plain JSON numbers): decode it the way the API did. */
+export function normaliseRequest(raw: Document): JobRecord['request'] {
+  return BSON.deserialize(BSON.serialize(raw)) as JobRecord['request'];
+}
+
+/** Catalog records read with EXACT_BSON, their plain counters as numbers. */
+export function normaliseNamespaces(raw: Document[] | undefined): NamespaceRecord[] {
+  return (raw ?? []).map(
     (n) =>
       ({
         ...n,
@@ -108,5 +118,4 @@ function normaliseJob(raw: Document): JobRecord {
         ...(n.partitionSet !== undefined ? { partitionSet: toNumber(n.partitionSet) } : {}),
       }) as unknown as NamespaceRecord,
   );
-  return job;
 }

@@ -5,6 +5,7 @@ import {
   type CollectionInfo,
   type DocumentBatch,
   type ReadOptions,
+  type ShardingSnapshot,
   type SourceCluster,
 } from '@sync/engine';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
@@ -15,6 +16,7 @@ const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
 import { inspectCluster } from './cluster-inspector';
 import { supportsCollectionUUID } from './server-features';
 import { EXACT_BSON, toNumber } from './exact-bson';
+import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-metadata';
 
 /** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
 export class MongoSourceCluster implements SourceCluster {
@@ -111,6 +113,18 @@ export class MongoSourceCluster implements SourceCluster {
       out.set(String(doc._id), { key: doc.key as Document, unique: doc.unique === true });
     }
     return out;
+  }
+
+  shardingSnapshot(): Promise<ShardingSnapshot> {
+    return readShardingSnapshot(this.client);
+  }
+
+  balancerMode(): Promise<'full' | 'off' | null> {
+    return balancerMode(this.client);
+  }
+
+  setBalancer(enabled: boolean): Promise<void> {
+    return setBalancer(this.client, enabled);
   }
 
   async setUserWriteBlocking(enabled: boolean): Promise<void> {

@@ -10,6 +10,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { JobSession } from '../job/job-session';
+import type { DdlBarrier } from '../shards/shard-sync';
 import { planDdl, type DdlPlan } from './ddl-plan';
 import { describeNamespace, uuidHex } from './namespace-catalog';
 
@@ -42,7 +43,12 @@ export interface EventRouterDeps {
   /** Prepares and copies a collection that entered the sync (persisted as `copy: 'pending'`). */
   copyIn(record: NamespaceRecord): Promise<void>;
   logger: EngineLogger;
+  /** Per-shard sync: DDL events are applied once, by the coordinator, behind this barrier. */
+  barrier?: DdlBarrier;
 }
+
+/** Document events: a per-shard worker applies only those of documents its shard owns. */
+const DOCUMENT_EVENTS = new Set(['insert', 'update', 'replace', 'delete']);
 
 /** Resume token `_data` (hex KeyString: lexicographic order is stream order). */
 function tokenData(token: ResumeToken): string {
@@ -72,6 +78,11 @@ export class CatalogEventRouter implements EventRouter {
     const uuid = uuidHex(event.collectionUUID);
     const record = uuid !== undefined ? catalog.byKey(uuid) : catalog.byName(db, coll);
     if (record) {
+      const ownership = this.deps.session.ownership;
+      if (ownership && DOCUMENT_EVENTS.has(event.operationType)) {
+        const owner = ownership.ownerOf(db, uuid, event.documentKey ?? {});
+        if (owner !== this.job.shard!.id) return { ignore: 'other-shard' };
+      }
       return {
         ns: { db: record.database, coll: record.collection },
         key: record.key,
@@ -105,7 +116,12 @@ export class CatalogEventRouter implements EventRouter {
     if (!clusterTime)
       throw new ApplyError(`a ${event.operationType} event has no cluster time`, false);
     const token = tokenData(position.token);
-    if (this.alreadyApplied(clusterTime, token)) return;
+    if (this.alreadyApplied(clusterTime, token)) {
+      // The coordinator may have crashed between applying its last DDL and releasing it.
+      if (this.deps.barrier && token === this.job.ddlApplied?.token)
+        await this.deps.barrier.release(token);
+      return;
+    }
     const plan = await planDdl(event, {
       catalog: this.deps.session.catalog,
       selected: this.deps.selected,
@@ -114,17 +130,29 @@ export class CatalogEventRouter implements EventRouter {
       describeIncoming: (to, uuid) => this.describeIncoming(to, uuid),
     });
     if (!plan) return;
-    await this.runDestination(plan);
+    const barrier = this.deps.barrier;
+    const label = `${event.operationType} ${event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : ''}`;
+    await barrier?.pass(token, label);
+    const applyHere = !barrier || barrier.coordinating;
+    if (applyHere) await this.runDestination(plan);
     await this.deps.session.save((job) => {
       plan.catalog(this.deps.session.catalog);
+      // A follower's share of a collection the coordinator copies in is that copy.
+      if (!applyHere && plan.copyIn) {
+        const record = this.deps.session.catalog.byKey(plan.copyIn.key);
+        if (record) record.copy = 'done';
+      }
       job.ddlApplied = { clusterTime, token };
     });
-    this.deps.logger.info('DDL applied', {
+    this.deps.logger.info(applyHere ? 'DDL applied' : 'DDL recorded (applied by the coordinator)', {
       operation: event.operationType,
       namespace: event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : undefined,
       clusterTime: clusterTime.toString(),
     });
-    if (plan.copyIn) await this.deps.copyIn(this.deps.session.catalog.byKey(plan.copyIn.key)!);
+    if (applyHere && plan.copyIn)
+      await this.deps.copyIn(this.deps.session.catalog.byKey(plan.copyIn.key)!);
+    // Released only after the copy-in: no worker writes into a collection still being copied.
+    await barrier?.release(token);
   }
 
   private alreadyApplied(time: Timestamp, token: string): boolean {

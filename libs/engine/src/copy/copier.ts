@@ -41,6 +41,8 @@ export interface CopyTarget {
   destination: { db: string; coll: string };
   /** The collection UUID the source read must match. */
   uuid?: string;
+  /** Keeps only the documents this worker owns (a per-shard sync); absent: all. */
+  keep?: (doc: Document) => boolean;
 }
 
 /** Finds partitions' collections: by catalog, and again by UUID after a source DDL moved one. */
@@ -185,11 +187,22 @@ export class Copier {
           await this.budget.acquire(batch.bytes, signal);
         }
         held += batch.bytes;
+        let kept = 0;
+        let keptBytes = 0;
         for (let i = 0; i < batch.documents.length; i++) {
-          for (const full of batcher.push(batch.documents[i]!, batch.sizes[i]!)) await write(full);
+          const doc = batch.documents[i]!;
+          if (target.keep && !target.keep(doc)) continue;
+          kept += 1;
+          keptBytes += batch.sizes[i]!;
+          for (const full of batcher.push(doc, batch.sizes[i]!)) await write(full);
         }
-        documents += batch.documents.length;
-        this.tally.add(partition._id, batch.bytes);
+        if (keptBytes < batch.bytes) {
+          // Documents of other shards are never written: their budget is free at once.
+          held -= batch.bytes - keptBytes;
+          this.budget.release(batch.bytes - keptBytes);
+        }
+        documents += kept;
+        this.tally.add(partition._id, keptBytes);
       }
       if (batcher.pending > 0 && !signal.aborted) await write(batcher.take());
       await pendingWrite;

@@ -1,3 +1,4 @@
+import type { Document } from 'bson';
 import type { BuildIndexesMode } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -42,12 +43,19 @@ export class CopyRunner {
   async copyPending(signal: AbortSignal): Promise<CopyOutcome> {
     const pending = this.session.catalog.pendingCopies();
     if (pending.length === 0) return 'completed';
+    // A per-shard worker's initial copy: unsharded collections are copied by the worker of
+    // their database's primary shard, sharded ones by every worker, each keeping its own
+    // documents. (A collection that enters the sync later is copied whole by the coordinator.)
+    const owners = this.owners();
+    const mine = owners
+      ? pending.filter((r) => owners.ownership.sharded(r.key) || owners.primaryOf(r) === owners.me)
+      : pending;
     await this.partition(
-      pending.filter((r) => r.partitionSet === undefined),
+      mine.filter((r) => r.partitionSet === undefined),
       signal,
     );
     if (signal.aborted) return 'aborted';
-    const partitions = pending.flatMap((r) => this.session.partitionsOf(r.key));
+    const partitions = mine.flatMap((r) => this.session.partitionsOf(r.key));
     const outcome = await this.copier().run(partitions, signal);
     if (outcome === 'aborted' || signal.aborted) return 'aborted';
     const keys = new Set(pending.map((r) => r.key));
@@ -130,14 +138,32 @@ export class CopyRunner {
     );
   }
 
+  /** Ownership rules of a per-shard worker's initial copy; null: copy everything. */
+  private owners() {
+    const { job } = this.session;
+    const ownership = this.session.ownership;
+    if (!ownership || job.phase !== 'prepared') return null;
+    return {
+      ownership,
+      me: job.shard!.id,
+      primaryOf: (r: NamespaceRecord) => ownership.primaryOf(r.database),
+    };
+  }
+
   private target(partition: PartitionRecord): CopyTarget {
     const record = this.session.catalog.byKey(partition.key);
     if (!record) throw new Error(`partition ${partition._id} has no namespace record`);
     const destination = { db: record.database, coll: record.collection };
+    const owners = this.owners();
+    const keep =
+      owners && owners.ownership.sharded(record.key)
+        ? (doc: Document) => owners.ownership.ownerOf(record.database, record.key, doc) === owners.me
+        : undefined;
     return {
       source: this.sourceNames.get(record.key) ?? destination,
       destination,
       ...(isUuid(record.key) ? { uuid: record.key } : {}),
+      ...(keep ? { keep } : {}),
     };
   }
 

@@ -21,6 +21,7 @@ export function openSession(
     clusters.jobStore(job.destination.name),
     hosts,
     clock,
+    job.shard ? clusters.coordination(job.destination.name) : undefined,
   );
 }
 

@@ -4,6 +4,8 @@ import type { Clock } from '../ports/clock';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
+import type { CoordinationStore } from '../ports/coordination-store';
+import { ShardOwnership } from '../shards/ownership';
 
 /**
  * A deep copy of plain objects, arrays and dates; BSON values (Timestamp, Binary, Int32...) are
@@ -48,6 +50,8 @@ export class JobSession {
     readonly store: JobStore,
     readonly hosts: { source: string; destination: string },
     private readonly clock: Clock,
+    /** The shared record of a per-shard sync (present when the job has `shard`). */
+    readonly coordination?: CoordinationStore,
   ) {
     this.catalog = new NamespaceCatalog(() => this.record);
     this.tally = new CopyTally(doneBytes(partitions));
@@ -70,6 +74,24 @@ export class JobSession {
 
   get job(): JobRecord {
     return this.record;
+  }
+
+  private owners: { snapshot: unknown; ownership: ShardOwnership } | null = null;
+
+  /**
+   * Which source shard owns a document, from the chunk map taken at start (a per-shard worker
+   * copies and applies only its own shard's documents). Null for a lone instance.
+   */
+  get ownership(): ShardOwnership | null {
+    const shard = this.record.shard;
+    if (!shard?.sharding) return null;
+    if (this.owners?.snapshot !== shard.sharding) {
+      this.owners = {
+        snapshot: shard.sharding,
+        ownership: new ShardOwnership(shard.sharding, shard.coordinatorID),
+      };
+    }
+    return this.owners.ownership;
   }
 
   /** Mutates the job and persists it in one document write (serialised with other saves). */

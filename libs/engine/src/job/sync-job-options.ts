@@ -11,6 +11,11 @@ export interface SyncJobOptions {
   logger: EngineLogger;
   /** This instance's id (`--id`); a lone instance defaults to "worker". */
   syncID?: string;
+  /**
+   * `--id`: this worker syncs one shard of a sharded source, as one of one worker per shard
+   * (syncID is then the shard id). Absent: one worker syncs the whole source.
+   */
+  shardId?: string;
   /** Set when another instance coordinates this one; defaults to syncID (alone or coordinator). */
   coordinatorID?: string;
   clock?: Clock;

@@ -55,6 +55,8 @@ export class SyncJob implements SyncEngine {
   private operating = false;
   private fatalInit: ApiError | null = null;
   private closed = false;
+  /** What a per-shard sync is waiting for on other workers (shown in progress). */
+  private waitingFor: string | null = null;
   private readonly syncID: string;
   private readonly clock: Clock;
   private readonly logger: EngineLogger;
@@ -108,6 +110,7 @@ export class SyncJob implements SyncEngine {
     this.guard('start');
     await this.exclusive('start', async () => {
       const started = await startJob(request, {
+        ...(this.options.shardId !== undefined ? { shardId: this.options.shardId } : {}),
         command: commandRecord('start', options, this.clock),
         clusters: this.options.clusters,
         syncID: this.syncID,
@@ -134,7 +137,9 @@ export class SyncJob implements SyncEngine {
         canCommit: this.canCommit(),
         hasChangeApplication: !!this.options.phases?.changeApplication,
         syncID: this.syncID,
-        coordinatorID: this.options.coordinatorID ?? this.syncID,
+        coordinatorID:
+          this.session?.job.shard?.coordinatorID ?? this.options.coordinatorID ?? this.syncID,
+        waitingFor: this.waitingFor ?? this.runner?.waitingFor ?? null,
         redact: this.options.redact ?? ((t) => t),
       }),
     );
@@ -275,7 +280,14 @@ export class SyncJob implements SyncEngine {
     const abort = new AbortController();
     this.commitAbort = abort;
     const run = runCommit(
-      { session: this.session!, runner: this.runner!, signal: abort.signal, logger: this.logger },
+      {
+        session: this.session!,
+        runner: this.runner!,
+        signal: abort.signal,
+        logger: this.logger,
+        clock: this.clock,
+        waiting: (what) => void (this.waitingFor = what),
+      },
       this.options.onCommitStep,
     ).then(
       () => void (this.current = 'COMMITTED'),

@@ -10,6 +10,8 @@ import { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import { prepareDestination } from '../prepare/destination-preparer';
+import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sync';
+import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
 
@@ -54,6 +56,8 @@ export class SyncRunner {
   private copying = false;
   /** The last failure: permanent (the run ended) or transient (being retried). */
   failure: Error | null = null;
+  /** What this worker of a per-shard sync is waiting for on the others (progress). */
+  waitingFor: string | null = null;
   retrying = false;
   retries = 0;
 
@@ -157,6 +161,9 @@ export class SyncRunner {
 
   private async runOnce(session: JobSession, signal: AbortSignal): Promise<void> {
     const { job } = session;
+    if (job.phase === 'joining') {
+      if (!(await this.join(session, signal))) return;
+    }
     const copy = new CopyRunner(session, {
       syncID: this.options.syncID,
       copier: this.options.copier,
@@ -174,6 +181,9 @@ export class SyncRunner {
         j.namespaces = prepared;
         j.phase = 'prepared';
       });
+    }
+    if (job.shard && job.shard.id === job.shard.coordinatorID && job.phase !== 'planned') {
+      await this.announceReady(session);
     }
     if (signal.aborted) return;
     if (job.phase === 'prepared') {
@@ -199,6 +209,69 @@ export class SyncRunner {
     this.retrying = false;
     this.failure = null;
     await this.applyChanges(session, copy, signal);
+  }
+
+  /**
+   * A follower of a per-shard sync: waits until the coordinator has prepared the destination,
+   * then adopts its plan (one T0, one listing and one chunk map for every worker) in one write.
+   */
+  private async join(session: JobSession, signal: AbortSignal): Promise<boolean> {
+    const shard = session.job.shard!;
+    const store = session.coordination!;
+    const shared = await waitForCoordination(
+      store,
+      (r) => (r?.ready && r.coordinatorID === shard.coordinatorID ? r : undefined),
+      { clock: this.options.clock, signal, waiting: (w) => void (this.waitingFor = w) },
+      () => `waiting for the coordinator ${shard.coordinatorID} to start and prepare the destination`,
+    ).catch((error: unknown) => {
+      if (signal.aborted) return null;
+      throw error;
+    });
+    if (!shared) return false;
+    if (!sameRequest(shared.request, session.job.request)) {
+      throw new ApiError(
+        'SyncRequestMismatch',
+        `the start request given to ${shard.id} differs from the one the coordinator ${shard.coordinatorID} was given; send every worker the identical request.`,
+      );
+    }
+    const { plan } = shared;
+    await session.save((j) => {
+      j.t0 = plan.t0;
+      j.listedUntil = plan.listedUntil;
+      j.estimatedTotalBytes = plan.estimatedTotalBytes;
+      j.namespaces = deepSnapshot(plan.namespaces).map((n) => {
+        const { partitionSet: _unused, ...rest } = n;
+        return { ...rest, copy: n.copy === 'none' ? 'none' : 'pending' };
+      });
+      j.shard = { ...j.shard!, sharding: plan.sharding };
+      j.phase = 'prepared';
+    });
+    this.options.logger.info('joined the per-shard sync', {
+      shard: shard.id,
+      coordinatorID: shard.coordinatorID,
+    });
+    return true;
+  }
+
+  /** The coordinator: the destination is prepared; the shared plan is the prepared catalog. */
+  private async announceReady(session: JobSession): Promise<void> {
+    const store = session.coordination!;
+    const shared = await store.load();
+    if (shared?.ready) return;
+    const { job } = session;
+    await store.set({
+      ready: true,
+      plan: {
+        t0: job.t0,
+        listedUntil: job.listedUntil,
+        estimatedTotalBytes: job.estimatedTotalBytes,
+        namespaces: job.namespaces.map((n) => {
+          const { partitionSet: _unused, ...rest } = n;
+          return rest;
+        }),
+        sharding: job.shard!.sharding!,
+      },
+    });
   }
 
   private async applyChanges(
@@ -229,6 +302,15 @@ export class SyncRunner {
         selected: (db, coll) => isSyncedNamespace(db, coll, selected),
         buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
         logger: this.options.logger,
+        ...(job.shard && session.coordination
+          ? {
+              barrier: new DdlBarrier(session.coordination, job.shard, {
+                clock: this.options.clock,
+                signal,
+                waiting: (w) => void (this.waitingFor = w),
+              }),
+            }
+          : {}),
         copyIn: async (record) => {
           this.copying = true;
           try {

@@ -2,9 +2,12 @@ import type { Timestamp } from 'bson';
 import { ApiError } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import type { SyncRunner } from '../job/sync-runner';
+import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
 import { restoreRelaxedIndexes } from '../prepare/index-restorer';
+import { FINAL_COMMIT_STEP, ShardCommit } from '../shards/shard-commit';
+import { restoreBalancers } from './start';
 
 /** Who performs a step once several workers sync one cluster (see the sharded-sync design). */
 export type StepScope = 'everyWorker' | 'oncePerSync';
@@ -15,6 +18,9 @@ export interface CommitStepContext {
   state: CommitState;
   signal: AbortSignal;
   logger: EngineLogger;
+  clock: Clock;
+  /** Told what a per-shard commit is waiting for (null when it stops waiting). */
+  waiting?: (what: string | null) => void;
 }
 
 export interface CommitStep {
@@ -76,6 +82,17 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
       if (blocking(ctx)) await ctx.session.destination.setUserWriteBlocking(false);
     },
   },
+  {
+    // Per-shard syncs stop both balancers at start (the chunk map must not move under them).
+    name: FINAL_COMMIT_STEP,
+    scope: 'oncePerSync',
+    async run(ctx) {
+      const shared = ctx.session.job.shard ? await ctx.session.coordination?.load() : null;
+      if (shared) {
+        await restoreBalancers(ctx.session.source, ctx.session.destination, shared.balancers);
+      }
+    },
+  },
 ];
 
 export const COMMIT_DONE = 'done';
@@ -102,10 +119,28 @@ export async function runCommitSteps(
   const { session } = ctx;
   const state: CommitState = { ...(session.job.commit ?? { step: 'started' }) };
   delete state.failed;
+  const shard = session.job.shard;
+  const shared =
+    shard && session.coordination
+      ? new ShardCommit(session.coordination, shard, {
+          clock: ctx.clock,
+          signal: ctx.signal,
+          waiting: ctx.waiting,
+        })
+      : null;
+  if (shared) {
+    // Steps done before a crash may not have reached the shared record: record them again.
+    for (const done of COMMIT_STEPS.slice(0, commitStepIndex(state.step) + 1))
+      await shared.after(done.name);
+    await shared.requested();
+  }
   for (let i = commitStepIndex(state.step) + 1; i < COMMIT_STEPS.length; i++) {
     const step = COMMIT_STEPS[i]!;
     try {
-      await step.run({ ...ctx, state });
+      const where = shared
+        ? await shared.before(step, COMMIT_STEPS[i - 1]?.name ?? 'requested', state)
+        : 'run';
+      if (where === 'run') await step.run({ ...ctx, state });
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       ctx.logger.error('commit step failed; call commit again to retry it', {
@@ -124,6 +159,7 @@ export async function runCommitSteps(
     }
     state.step = step.name;
     await session.save((job) => void (job.commit = { ...state }));
+    await shared?.after(step.name);
     ctx.logger.info('commit step done', { step: step.name });
     await afterStep?.(step.name);
   }

@@ -19,6 +19,12 @@ export function assertReversible(job: JobRecord | undefined, hasChangeApplicatio
       'reverse is not available: this build has no change event application.',
     );
   }
+  if (job.shard) {
+    throw new ApiError(
+      'ReverseNotSupportedPerShard',
+      'reverse of a sync run by one worker per source shard is not built yet.',
+    );
+  }
   if (!job.commit?.destinationTime) {
     throw new ApiError(
       'ReverseNotAllowed',

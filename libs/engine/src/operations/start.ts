@@ -6,7 +6,10 @@ import {
   type ClusterShape,
   type StartRequest,
 } from '@sync/contracts';
+import { Timestamp } from 'bson';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
+import { assignShard } from '../shards/shard-sync';
+import { sharedSyncCommitted } from '../shards/shard-commit';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -55,6 +58,8 @@ export async function startJob(
     checkTopology?: TopologyCheck;
     /** The start command's id, remembered in the job's first write. */
     command?: CommandRecord | null;
+    /** `--id`: this worker syncs one source shard of a per-shard sync. */
+    shardId?: string;
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -70,40 +75,123 @@ export async function startJob(
     shapeOf(sourceInfo),
     shapeOf(destinationInfo),
   );
-  const plan = await planSync(source, filter, logger);
-  const sourceSharded =
-    sourceInfo.kind === 'sharded' ? await source.shardedCollections() : new Map();
-  plan.namespaces = planSharding(request, plan.namespaces, sourceSharded);
-  try {
-    await assertDestinationEmpty(destination, plan.namespaces);
-  } catch (error) {
-    if (error instanceof DestinationNotEmptyError)
-      throw new ApiError('DestinationNotEmpty', error.message);
-    throw error;
+  const coordination = clusters.coordination(request.destination);
+  const shared = await coordination.load();
+  const shard =
+    deps.shardId === undefined
+      ? undefined
+      : assignShard(deps.shardId, {
+          name: request.source,
+          kind: sourceInfo.kind,
+          shards: sourceInfo.fingerprint.members,
+        });
+  if (!shard && shared && !sharedSyncCommitted(shared)) {
+    throw new ApiError(
+      'PerShardSyncInProgress',
+      `the destination ${request.destination} holds a sync run by one worker per source shard (${shared.members.join(', ')}); launch one worker per shard with --id.`,
+    );
   }
-  const job: JobRecord = {
-    _id: deps.syncID,
+  const base = {
     request,
-    state: 'RUNNING',
-    phase: 'planned',
-    t0: plan.t0,
-    listedUntil: plan.listedUntil,
-    estimatedTotalBytes: plan.estimatedTotalBytes,
+    state: 'RUNNING' as const,
     source: { name: request.source, fingerprint: sourceInfo.fingerprint },
     destination: { name: request.destination, fingerprint: destinationInfo.fingerprint },
-    namespaces: plan.namespaces,
     nextPartitionSet: 1,
     reversals: 0,
     ...(deps.command ? { commands: [deps.command] } : {}),
     createdAt: deps.now,
     updatedAt: deps.now,
   };
-  await clusters.jobStore(request.destination).saveJob(job);
-  logger.info('sync started', { source: request.source, destination: request.destination });
-  return {
-    job,
-    hosts: { source: sourceInfo.displayHost, destination: destinationInfo.displayHost },
-  };
+  const hosts = { source: sourceInfo.displayHost, destination: destinationInfo.displayHost };
+  const store = clusters.jobStore(request.destination);
+
+  if (shard && shard.id !== shard.coordinatorID) {
+    // A follower adopts the coordinator's plan once the destination is prepared (phase joining).
+    const job: JobRecord = {
+      _id: deps.syncID,
+      ...base,
+      phase: 'joining',
+      t0: new Timestamp({ t: 0, i: 0 }),
+      listedUntil: new Timestamp({ t: 0, i: 0 }),
+      estimatedTotalBytes: 0,
+      namespaces: [],
+      shard,
+    };
+    await store.saveJob(job);
+    logger.info('sync started; waiting for the coordinator to prepare the destination', {
+      shard: shard.id,
+      coordinatorID: shard.coordinatorID,
+    });
+    return { job, hosts };
+  }
+
+  // The coordinator stops both balancers before T0, so the chunk map it records stays true.
+  const balancers = shard
+    ? { source: await source.balancerMode(), destination: await destination.balancerMode() }
+    : null;
+  try {
+    if (shard) {
+      await source.setBalancer(false);
+      await destination.setBalancer(false);
+      shard.sharding = await source.shardingSnapshot();
+    }
+    const plan = await planSync(source, filter, logger);
+    const sourceSharded =
+      sourceInfo.kind === 'sharded' ? await source.shardedCollections() : new Map();
+    plan.namespaces = planSharding(request, plan.namespaces, sourceSharded);
+    try {
+      await assertDestinationEmpty(destination, plan.namespaces);
+    } catch (error) {
+      if (error instanceof DestinationNotEmptyError)
+        throw new ApiError('DestinationNotEmpty', error.message);
+      throw error;
+    }
+    const job: JobRecord = {
+      _id: deps.syncID,
+      ...base,
+      phase: 'planned',
+      t0: plan.t0,
+      listedUntil: plan.listedUntil,
+      estimatedTotalBytes: plan.estimatedTotalBytes,
+      namespaces: plan.namespaces,
+      ...(shard ? { shard } : {}),
+    };
+    if (shard) {
+      await coordination.create({
+        _id: 'sync',
+        coordinatorID: shard.coordinatorID,
+        members: shard.members,
+        request,
+        plan: {
+          t0: plan.t0,
+          listedUntil: plan.listedUntil,
+          estimatedTotalBytes: plan.estimatedTotalBytes,
+          namespaces: plan.namespaces,
+          sharding: shard.sharding!,
+        },
+        ready: false,
+        balancers: { source: balancers!.source, destination: balancers!.destination },
+        commitSteps: {},
+        createdAt: deps.now,
+      });
+    }
+    await store.saveJob(job);
+    logger.info('sync started', { source: request.source, destination: request.destination });
+    return { job, hosts };
+  } catch (error) {
+    if (balancers) await restoreBalancers(source, destination, balancers).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Turns the balancers back on where they were on before the sync. */
+export async function restoreBalancers(
+  source: { setBalancer(on: boolean): Promise<void> },
+  destination: { setBalancer(on: boolean): Promise<void> },
+  modes: { source: string | null; destination: string | null },
+): Promise<void> {
+  if (modes.source && modes.source !== 'off') await source.setBalancer(true);
+  if (modes.destination && modes.destination !== 'off') await destination.setBalancer(true);
 }
 
 export function shapeOf(info: ClusterDescription): ClusterShape {

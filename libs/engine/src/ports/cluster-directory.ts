@@ -1,3 +1,4 @@
+import type { CoordinationStore } from './coordination-store';
 import type { DestinationCluster } from './destination-cluster';
 import type { JobStore } from './job-store';
 import type { SourceCluster } from './source-cluster';
@@ -12,4 +13,6 @@ export interface ClusterDirectory {
   destination(name: string): DestinationCluster;
   /** The job metadata store kept on that cluster (used when it is the destination). */
   jobStore(name: string): JobStore;
+  /** The shared record of a per-shard sync kept on that cluster (when it is the destination). */
+  coordination(name: string): CoordinationStore;
 }

@@ -75,6 +75,10 @@ export interface DestinationCluster {
     collection: string,
     documents: Document[],
   ): Promise<InsertResult>;
+  /** `balancerStatus.mode` ('full' or 'off'); null for a replica set. */
+  balancerMode(): Promise<'full' | 'off' | null>;
+  /** `balancerStart` / `balancerStop`; a no-op on a replica set. */
+  setBalancer(enabled: boolean): Promise<void>;
   /** `setUserWriteBlockMode` on the destination. */
   setUserWriteBlocking(enabled: boolean): Promise<void>;
 }

@@ -6,3 +6,4 @@ export * from './job-store';
 export * from './clock';
 export * from './engine-logger';
 export * from './change-stream';
+export * from './coordination-store';

@@ -1,6 +1,7 @@
 import type { Document, Timestamp } from 'bson';
 import type { StartRequest, SyncState } from '@sync/contracts';
 import type { ClusterFingerprint } from './cluster-description';
+import type { ShardingSnapshot } from '../shards/ownership';
 
 /**
  * Persisted schema (destination database `sync_reserved_for_internal_use`):
@@ -22,7 +23,22 @@ export const INTERNAL_DATABASE = 'sync_reserved_for_internal_use';
  * planned → prepared (destination layout built) → copied (initial copy done; change events are
  * applied from T0 from then on).
  */
-export type CopyPhase = 'planned' | 'prepared' | 'copied';
+export type CopyPhase = 'joining' | 'planned' | 'prepared' | 'copied';
+
+/**
+ * This instance's place in a per-shard sync (one worker per source shard, `--id`). Absent for
+ * a lone instance. A worker that is not the coordinator starts in phase `joining` and adopts
+ * the coordinator's shared plan (T0, listing, chunk map) once the destination is prepared.
+ */
+export interface ShardAssignment {
+  /** This worker's source shard id (= syncID). */
+  id: string;
+  coordinatorID: string;
+  /** Every source shard id (one worker each). */
+  members: string[];
+  /** The chunk map at start (balancers stopped): which shard owns which document. */
+  sharding?: ShardingSnapshot;
+}
 
 export interface ClusterRef {
   /** Launch name (`cluster0`). */
@@ -122,6 +138,8 @@ export interface JobRecord {
   ddlApplied?: { clusterTime: Timestamp; token: string };
   /** Completed reverses (part of the checkpoint key, so each direction starts fresh). */
   reversals: number;
+  /** Set for a worker of a per-shard sync. */
+  shard?: ShardAssignment;
   commit?: CommitState;
   failure?: FailureRecord;
   /** The last state-changing commands applied, by command id (re-delivered ones apply once). */

@@ -1,4 +1,5 @@
 import type { Document, Timestamp } from 'bson';
+import type { ShardingSnapshot } from '../shards/ownership';
 import type { ClusterDescription } from './cluster-description';
 
 /** A collection or view as `listCollections` reports it (options kept verbatim). */
@@ -95,6 +96,15 @@ export interface SourceCluster {
    * key and unique flag. Empty for a replica set.
    */
   shardedCollections(): Promise<Map<string, { key: Document; unique: boolean }>>;
+  /**
+   * The config server's routing metadata (shards, database primaries, sharded collections with
+   * their chunks, balancer mode), chunk bounds decoded without promotion. Empty for a replica set.
+   */
+  shardingSnapshot(): Promise<ShardingSnapshot>;
+  /** `balancerStatus.mode` ('full' or 'off'); null for a replica set. */
+  balancerMode(): Promise<'full' | 'off' | null>;
+  /** `balancerStart` / `balancerStop`; a no-op on a replica set. */
+  setBalancer(enabled: boolean): Promise<void>;
   /** `setUserWriteBlockMode` on the source (commit with enableUserWriteBlocking). */
   setUserWriteBlocking(enabled: boolean): Promise<void>;
   /**

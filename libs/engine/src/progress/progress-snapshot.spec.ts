@@ -20,6 +20,7 @@ const base = (overrides: Partial<ProgressSnapshot>): ProgressSnapshot => ({
   failureDetail: null,
   retrying: null,
   namespaces: { total: 2, copied: 2 },
+  waitingFor: null,
   ...overrides,
 });
 

@@ -19,6 +19,8 @@ export interface ProgressSnapshot extends ProgressInputs {
   retrying: { error: string; retries: number } | null;
   /** Namespaces in the catalog and how many are copied. */
   namespaces: { total: number; copied: number };
+  /** What a per-shard sync waits for on other workers (barrier, commit), if anything. */
+  waitingFor: string | null;
 }
 
 export interface SnapshotSources {
@@ -29,6 +31,7 @@ export interface SnapshotSources {
   hasChangeApplication: boolean;
   syncID: string;
   coordinatorID: string;
+  waitingFor?: string | null;
   redact: (text: string) => string;
 }
 
@@ -98,6 +101,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
       total: job?.namespaces.length ?? 0,
       copied: job?.namespaces.filter((n) => n.copy !== 'pending').length ?? 0,
     },
+    waitingFor: src.waitingFor ?? null,
   };
 }
 
@@ -130,6 +134,7 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
     };
   }
   progress.namespaces = snapshot.namespaces;
+  if (snapshot.waitingFor) progress.waitingFor = snapshot.waitingFor;
   return progress;
 }
 
@@ -171,6 +176,7 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
       : null,
     failure: snapshots.find((s) => s.failure)?.failure ?? null,
     sourceWriteBlocked: snapshots.some((s) => s.sourceWriteBlocked),
+    waitingFor: snapshots.find((s) => s.waitingFor)?.waitingFor ?? null,
     namespaces: {
       total: snapshots.reduce((sum, s) => sum + s.namespaces.total, 0),
       copied: snapshots.reduce((sum, s) => sum + s.namespaces.copied, 0),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { FakeCoordinationStore } from './in-memory-coordination';
 import { BSON, Timestamp, type Document } from 'bson';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
@@ -15,6 +16,7 @@ import {
   type PersistedJob,
 } from '../ports/job-store';
 import { deepSnapshot } from '../job/job-session';
+import type { ShardingSnapshot } from '../shards/ownership';
 import {
   SourceNamespaceChangedError,
   type CollectionInfo,
@@ -244,6 +246,14 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async setUserWriteBlocking(enabled: boolean): Promise<void> {
     this.writeBlocked = enabled;
   }
+  /** A replica set: no shards, no balancer. */
+  async shardingSnapshot(): Promise<ShardingSnapshot> {
+    return { shards: [], databases: [], collections: [], balancer: { mode: 'off' } };
+  }
+  async balancerMode(): Promise<'full' | 'off' | null> {
+    return null;
+  }
+  async setBalancer(_enabled: boolean): Promise<void> {}
   async writeNoop(_message: string): Promise<Timestamp> {
     this.time = new Timestamp({ t: this.time.t, i: this.time.i + 1 });
     return this.time;
@@ -359,5 +369,11 @@ export class FakeDirectory implements ClusterDirectory {
   }
   jobStore(name: string): JobStore {
     return this.clusters.get(name)!.store;
+  }
+  private readonly coordinations = new Map<string, FakeCoordinationStore>();
+  coordination(name: string): FakeCoordinationStore {
+    let store = this.coordinations.get(name);
+    if (!store) this.coordinations.set(name, (store = new FakeCoordinationStore()));
+    return store;
   }
 }

@@ -1,0 +1,67 @@
+import type { Timestamp } from 'bson';
+import type { StartRequest } from '@sync/contracts';
+import type { NamespaceRecord } from './job-store';
+import type { ShardingSnapshot } from '../shards/ownership';
+
+/**
+ * What the instances of a per-shard sync share (one worker per source shard, each with its own
+ * job document). It lives in the destination's `sync_reserved_for_internal_use.coordination`
+ * (`_id: "sync"`), next to the job documents, so a restarted worker finds it with its job.
+ *
+ * Written by the coordinator: the plan every worker adopts (one T0, one namespace listing, one
+ * chunk map), `ready` once the destination is prepared, and the commit steps it alone performs.
+ * Written by every worker: the commit steps it has done. Every write is one atomic update of
+ * this document ($set / $addToSet), so a crash leaves each fact either recorded or not.
+ */
+export interface CoordinationRecord {
+  _id: 'sync';
+  coordinatorID: string;
+  /** Source shard ids: one worker each. */
+  members: string[];
+  request: StartRequest;
+  plan: SharedPlan;
+  /** The destination is prepared (collections, indexes, sharding): workers may copy. */
+  ready: boolean;
+  /** Balancer modes found at start, restored after commit. */
+  balancers: { source: string | null; destination: string | null };
+  /** Commit step name → the workers that have done it (`requested`: received `commit`). */
+  commitSteps: Record<string, string[]>;
+  /** The commit point and destination time the coordinator took (followers adopt them). */
+  commitPoint?: Timestamp;
+  destinationTime?: Timestamp;
+  createdAt: Date;
+}
+
+export interface SharedPlan {
+  t0: Timestamp;
+  listedUntil: Timestamp;
+  estimatedTotalBytes: number;
+  namespaces: NamespaceRecord[];
+  sharding: ShardingSnapshot;
+}
+
+/**
+ * A DDL barrier: every worker reaches the same DDL event at the same place of the source's
+ * merged change stream; the coordinator applies its destination effect once all have arrived
+ * (so no earlier write of any worker can land after it), then releases the others.
+ */
+export interface BarrierRecord {
+  /** The DDL event's resume token `_data`. */
+  _id: string;
+  arrived: string[];
+  released: boolean;
+}
+
+export interface CoordinationStore {
+  load(): Promise<CoordinationRecord | null>;
+  /** Writes the record (replacing a stale one from an abandoned start). */
+  create(record: CoordinationRecord): Promise<void>;
+  /** One atomic update: `$set` the given fields. */
+  set(fields: Partial<Omit<CoordinationRecord, '_id'>>): Promise<void>;
+  /** One atomic update: records that `worker` has done commit step `step`. */
+  markStep(step: string, worker: string): Promise<void>;
+  /** Records `worker`'s arrival at a barrier (creating it) and returns the barrier. */
+  arrive(barrier: string, worker: string): Promise<BarrierRecord>;
+  barrier(barrier: string): Promise<BarrierRecord | null>;
+  release(barrier: string): Promise<void>;
+}

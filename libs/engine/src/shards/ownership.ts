@@ -1,0 +1,161 @@
+import type { Document } from 'bson';
+import { compareKeyValues } from './key-order';
+import { hashShardKeyValue } from './shard-hash';
+
+/** One sharded collection of a source at snapshot time, with its chunks. */
+export interface ShardedCollectionSnapshot {
+  /** `db.coll`. */
+  ns: string;
+  /** Collection UUID: 32 lowercase hex digits. */
+  uuid: string;
+  /** Shard key pattern, in order (`1`, `-1` or `'hashed'` per field). */
+  key: Document;
+  unique: boolean;
+  /** Chunk ranges `[min, max)` over shard-key values (bounds decoded without promotion). */
+  chunks: { min: Document; max: Document; shard: string }[];
+}
+
+/** The config server's routing metadata of a sharded source, read at one moment. */
+export interface ShardingSnapshot {
+  /** Shard ids, sorted. */
+  shards: string[];
+  /** config.databases: each database's primary shard. */
+  databases: { name: string; primary: string }[];
+  /** config.collections (not dropped) with their config.chunks (matched by uuid). */
+  collections: ShardedCollectionSnapshot[];
+  /** balancerStatus.mode at snapshot time. */
+  balancer: { mode: string };
+}
+
+interface KeyField {
+  /** The pattern's field name (dotted paths included, as in a documentKey). */
+  name: string;
+  parts: string[];
+  hashed: boolean;
+}
+
+/** A collection's chunks sorted by min, bounds as positional value arrays for the search. */
+interface ChunkIndex {
+  fields: KeyField[];
+  mins: unknown[][];
+  maxes: unknown[][];
+  shards: string[];
+}
+
+/**
+ * Which shard owns a document, decided as mongos routes it: for a sharded collection, the chunk
+ * whose `[min, max)` range holds the document's shard-key value (MongoDB's BSON order, hashed
+ * fields as their hash64); for an unsharded one, the database's primary shard.
+ */
+export class ShardOwnership {
+  private readonly byUuid = new Map<string, ShardedCollectionSnapshot>();
+  private readonly indexes = new Map<string, ChunkIndex>();
+  private readonly primaries: Map<string, string>;
+
+  constructor(
+    readonly snapshot: ShardingSnapshot,
+    private readonly fallbackShard: string,
+  ) {
+    this.primaries = new Map(snapshot.databases.map((d) => [d.name, d.primary]));
+    for (const coll of snapshot.collections) {
+      const uuid = normalizeUuid(coll.uuid);
+      this.byUuid.set(uuid, coll);
+      this.indexes.set(uuid, indexChunks(coll));
+    }
+  }
+
+  /** The sharded collection with this UUID (hex), if sharded in the snapshot. */
+  sharded(uuid: string | undefined): ShardedCollectionSnapshot | undefined {
+    return uuid === undefined ? undefined : this.byUuid.get(normalizeUuid(uuid));
+  }
+
+  /**
+   * Owner of a document, or of a change event's documentKey (shard-key fields, then `_id`), of
+   * the collection `uuid` in database `db`: sharded, the chunk holding its shard-key value;
+   * unsharded, the database's primary shard (or the fallback when the database is newer than
+   * the snapshot).
+   */
+  ownerOf(db: string, uuid: string | undefined, doc: Document): string {
+    const index = uuid === undefined ? undefined : this.indexes.get(normalizeUuid(uuid));
+    if (!index) return this.primaryOf(db);
+    const key = index.fields.map((f) => keyValue(doc, f));
+    // The last chunk whose min <= key (chunks are contiguous and sorted by min).
+    let lo = 0;
+    let hi = index.mins.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareKeys(index.mins[mid]!, key) <= 0) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (found < 0 || compareKeys(key, index.maxes[found]!) >= 0) {
+      throw new Error(
+        `no chunk of ${this.sharded(uuid)!.ns} holds the shard key value: its chunk metadata has a gap`,
+      );
+    }
+    return index.shards[found]!;
+  }
+
+  /** Owner of every document of an unsharded collection (its database primary or the fallback). */
+  primaryOf(db: string): string {
+    return this.primaries.get(db) ?? this.fallbackShard;
+  }
+}
+
+function normalizeUuid(uuid: string): string {
+  return uuid.replace(/-/g, '').toLowerCase();
+}
+
+function indexChunks(coll: ShardedCollectionSnapshot): ChunkIndex {
+  const fields = Object.entries(coll.key).map(([name, kind]) => ({
+    name,
+    parts: name.split('.'),
+    hashed: kind === 'hashed',
+  }));
+  const bounds = (doc: Document) => fields.map((f) => doc[f.name]);
+  const chunks = coll.chunks
+    .map((c) => ({ min: bounds(c.min), max: bounds(c.max), shard: c.shard }))
+    .sort((a, b) => compareKeys(a.min, b.min));
+  return {
+    fields,
+    mins: chunks.map((c) => c.min),
+    maxes: chunks.map((c) => c.max),
+    shards: chunks.map((c) => c.shard),
+  };
+}
+
+function compareKeys(a: unknown[], b: unknown[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const c = compareKeyValues(a[i], b[i]);
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/**
+ * The shard-key value of one field (ShardKeyPattern::extractShardKeyFromDoc): a documentKey
+ * names a dotted field literally (`{"a.b": v, _id}`), a document nests it; missing is null.
+ */
+function keyValue(doc: Document, field: KeyField): unknown {
+  let value: unknown;
+  if (Object.prototype.hasOwnProperty.call(doc, field.name)) value = doc[field.name];
+  else {
+    value = doc;
+    for (const part of field.parts) value = isPlainDocument(value) ? value[part] : undefined;
+  }
+  if (value === undefined) value = null;
+  return field.hashed ? hashShardKeyValue(value) : value;
+}
+
+function isPlainDocument(v: unknown): v is Document {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    !(v instanceof Uint8Array) &&
+    (v as { _bsontype?: unknown })._bsontype === undefined
+  );
+}

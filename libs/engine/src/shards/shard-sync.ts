@@ -1,0 +1,131 @@
+import { ApiError, type StartRequest } from '@sync/contracts';
+import { ApplyError } from '../apply/errors';
+import type { Clock } from '../ports/clock';
+import type { CoordinationRecord, CoordinationStore } from '../ports/coordination-store';
+import type { ShardAssignment } from '../ports/job-store';
+
+/** How often a waiting worker looks at the shared record again. */
+export const COORDINATION_POLL_MS = 100;
+
+/**
+ * The coordinator of a per-shard sync: the worker of the source's smallest shard id (shard ids
+ * sorted as strings). Every worker computes it from `listShards` alone, so they agree without
+ * talking to each other.
+ */
+export function coordinatorOf(shards: readonly string[]): string {
+  const sorted = [...shards].sort();
+  if (sorted.length === 0) throw new ApiError('InvalidShardId', 'the source lists no shards.');
+  return sorted[0]!;
+}
+
+/** `--id` must name a shard of the source (named errors, nothing written). */
+export function assignShard(
+  id: string,
+  source: { name: string; kind: 'replicaSet' | 'sharded'; shards: readonly string[] },
+): ShardAssignment {
+  if (source.kind !== 'sharded') {
+    throw new ApiError(
+      'InvalidShardId',
+      `this worker was launched with --id ${JSON.stringify(id)}, but the source ${source.name} is a replica set: one worker syncs a replica set; launch it without --id.`,
+    );
+  }
+  if (!source.shards.includes(id)) {
+    throw new ApiError(
+      'InvalidShardId',
+      `--id ${JSON.stringify(id)} is not a shard of the source ${source.name} (its shards: ${[...source.shards].sort().join(', ')}).`,
+    );
+  }
+  return { id, coordinatorID: coordinatorOf(source.shards), members: [...source.shards].sort() };
+}
+
+/** Same start request (every worker of one sync must be given identical commands). */
+export function sameRequest(a: StartRequest, b: StartRequest): boolean {
+  return canonical(a) === canonical(b);
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as object).sort(([x], [y]) => (x < y ? -1 : 1)))
+      : v,
+  );
+}
+
+/**
+ * Waits, polling the shared record, until `check` returns a value. `waiting` is told what is
+ * being waited for (progress shows it).
+ */
+export async function waitForCoordination<T>(
+  store: CoordinationStore,
+  check: (record: CoordinationRecord | null) => T | undefined,
+  deps: { clock: Clock; signal: AbortSignal; waiting?: (what: string | null) => void },
+  what: (record: CoordinationRecord | null) => string,
+): Promise<T> {
+  try {
+    for (;;) {
+      if (deps.signal.aborted) throw new ApplyError('stopped while waiting for other workers', true);
+      const record = await store.load();
+      const value = check(record);
+      if (value !== undefined) return value;
+      deps.waiting?.(what(record));
+      await deps.clock.sleep(COORDINATION_POLL_MS, deps.signal).catch(() => undefined);
+    }
+  } finally {
+    deps.waiting?.(null);
+  }
+}
+
+/** Members that have not yet recorded a commit step. */
+export function missingFrom(record: CoordinationRecord | null, step: string): string[] {
+  if (!record) return [];
+  const done = new Set(record.commitSteps?.[step] ?? []);
+  return record.members.filter((m) => !done.has(m));
+}
+
+/**
+ * The DDL barrier of a per-shard sync (see BarrierRecord). Every worker reads the source's
+ * merged change stream, so each meets the same DDL event after having applied every earlier
+ * event of its shard. The coordinator applies the DDL's destination effect only when all have
+ * arrived, and releases them after — so no worker's earlier write can land after the DDL, and
+ * no later write before it (e.g. a drop, recreate and insert on the source never loses the new
+ * documents to a lagging worker's drop). Followers record the DDL's catalog effect themselves.
+ */
+export class DdlBarrier {
+  constructor(
+    private readonly store: CoordinationStore,
+    private readonly shard: ShardAssignment,
+    private readonly deps: {
+      clock: Clock;
+      signal: AbortSignal;
+      waiting?: (what: string | null) => void;
+    },
+  ) {}
+
+  get coordinating(): boolean {
+    return this.shard.id === this.shard.coordinatorID;
+  }
+
+  /** Arrives; the coordinator returns once every worker has arrived, a follower once released. */
+  async pass(token: string, label: string): Promise<void> {
+    let barrier = await this.store.arrive(token, this.shard.id);
+    for (;;) {
+      if (this.deps.signal.aborted) throw new ApplyError('stopped at a DDL barrier', true);
+      if (barrier.released) break;
+      const missing = this.shard.members.filter((m) => !barrier.arrived.includes(m));
+      if (this.coordinating && missing.length === 0) break;
+      this.deps.waiting?.(
+        this.coordinating
+          ? `DDL barrier (${label}): waiting for ${missing.join(', ')} to reach it`
+          : `DDL barrier (${label}): waiting for the coordinator ${this.shard.coordinatorID} to apply it`,
+      );
+      await this.deps.clock.sleep(COORDINATION_POLL_MS, this.deps.signal).catch(() => undefined);
+      barrier = (await this.store.barrier(token)) ?? barrier;
+    }
+    this.deps.waiting?.(null);
+  }
+
+  /** The coordinator, after the DDL's effect and its own job write: lets the others go on. */
+  async release(token: string): Promise<void> {
+    if (this.coordinating) await this.store.release(token);
+  }
+}

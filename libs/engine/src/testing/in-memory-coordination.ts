@@ -1,0 +1,48 @@
+import type {
+  BarrierRecord,
+  CoordinationRecord,
+  CoordinationStore,
+} from '../ports/coordination-store';
+import { deepSnapshot } from '../job/job-session';
+
+/** CoordinationStore in memory (one per destination cluster), shared by the fake workers. */
+export class FakeCoordinationStore implements CoordinationStore {
+  record: CoordinationRecord | null = null;
+  readonly barriers = new Map<string, BarrierRecord>();
+
+  async load(): Promise<CoordinationRecord | null> {
+    return this.record && deepSnapshot(this.record);
+  }
+
+  async create(record: CoordinationRecord): Promise<void> {
+    this.barriers.clear();
+    this.record = deepSnapshot(record);
+  }
+
+  async set(fields: Partial<Omit<CoordinationRecord, '_id'>>): Promise<void> {
+    if (this.record) Object.assign(this.record, deepSnapshot(fields));
+  }
+
+  async markStep(step: string, worker: string): Promise<void> {
+    if (!this.record) return;
+    const done = (this.record.commitSteps[step] ??= []);
+    if (!done.includes(worker)) done.push(worker);
+  }
+
+  async arrive(barrier: string, worker: string): Promise<BarrierRecord> {
+    const record = this.barriers.get(barrier) ?? { _id: barrier, arrived: [], released: false };
+    if (!record.arrived.includes(worker)) record.arrived.push(worker);
+    this.barriers.set(barrier, record);
+    return deepSnapshot(record);
+  }
+
+  async barrier(barrier: string): Promise<BarrierRecord | null> {
+    const record = this.barriers.get(barrier);
+    return record ? deepSnapshot(record) : null;
+  }
+
+  async release(barrier: string): Promise<void> {
+    const record = this.barriers.get(barrier);
+    if (record) record.released = true;
+  }
+}

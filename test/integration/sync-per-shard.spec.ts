@@ -1,0 +1,189 @@
+import { Int32, type Document } from 'bson';
+import { silentLogger, type SyncJob } from '@sync/engine';
+import { createSyncEngine } from '@sync/mongo';
+import { startShardedCluster } from '@sync/mongo-emulator';
+import { MongoClient } from 'mongodb';
+import { compareClusters } from '../../scripts/lib/compare-clusters';
+import { waitFor } from './copy-helpers';
+import { CEA_TUNING, TUNING } from './sync-helpers';
+
+type AnyDoc = { _id: unknown } & Document;
+
+const START = {
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes: 'beforeDataCopy' as const,
+  enableUserWriteBlocking: true,
+  reversible: false,
+};
+
+const log = process.env.SYNC_TEST_LOG
+  ? {
+      debug: () => undefined,
+      info: (m: string, f?: object) => console.log('INFO', m, JSON.stringify(f ?? {})),
+      warn: (m: string, f?: object) => console.log('WARN', m, JSON.stringify(f ?? {})),
+      error: (m: string, f?: object) => console.log('ERROR', m, JSON.stringify(f ?? {})),
+    }
+  : silentLogger;
+
+/**
+ * Sharded → sharded with one worker per source shard (`--id`), driven directly (no Redis):
+ * source 2 shards, destination 3 shards, range/compound/hashed keys, unsharded collections in
+ * two databases with different primary shards, writes on every shard during the sync
+ * (including a shard-key change that moves a document between shards) and DDL seen by both
+ * workers; both commit; the destination equals the source, read through the routers.
+ */
+describe('sharded → sharded, one worker per source shard (emulated 2 → 3 shards)', () => {
+  let source: Awaited<ReturnType<typeof startShardedCluster>>;
+  let destination: Awaited<ReturnType<typeof startShardedCluster>>;
+  let src: MongoClient;
+  let dst: MongoClient;
+  const workers: SyncJob[] = [];
+
+  const worker = async (id?: string): Promise<SyncJob> => {
+    const engine = await createSyncEngine({
+      clusters: { cluster0: source.uri, cluster1: destination.uri },
+      ...(id ? { id } : {}),
+      logger: log,
+      engine: TUNING,
+      changeApplication: CEA_TUNING,
+    });
+    await engine.ready;
+    workers.push(engine as unknown as SyncJob);
+    return engine as unknown as SyncJob;
+  };
+
+  beforeAll(async () => {
+    source = await startShardedCluster({ name: 'src', shards: 2 });
+    destination = await startShardedCluster({ name: 'dst', shards: 3 });
+    src = await new MongoClient(source.uri).connect();
+    dst = await new MongoClient(destination.uri).connect();
+  });
+
+  afterAll(async () => {
+    for (const w of workers) await w.close().catch(() => undefined);
+    await src?.close();
+    await dst?.close();
+    await destination?.stop();
+    await source?.stop();
+  });
+
+  it('copies and follows each shard with its own worker, DDL once, commits on both', async () => {
+    const [shard0, shard1] = source.shards.map((s) => s._id) as [string, string];
+    const admin = src.db('admin');
+    // Two databases: round-robin primaries put them on different shards.
+    await src.db('app').collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'dark' });
+    await src.db('crm').collection<AnyDoc>('notes').insertOne({ _id: 1, text: 'hello' });
+    await admin.command({ shardCollection: 'app.users', key: { uid: 'hashed' } });
+    await admin.command({ shardCollection: 'app.orders', key: { region: 1, _id: 1 } });
+    await admin.command({ split: 'app.orders', middle: { region: 'm', _id: 0 } });
+    const ordersChunks = await src
+      .db('config')
+      .collection('collections')
+      .findOne({ _id: 'app.orders' as never });
+    expect(ordersChunks).not.toBeNull();
+    const app = src.db('app');
+    await app
+      .collection<AnyDoc>('users')
+      .insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: new Int32(i), uid: `u${i}` })));
+    await app.collection<AnyDoc>('orders').insertMany(
+      Array.from({ length: 400 }, (_, i) => ({
+        _id: new Int32(i),
+        region: ['eu', 'us', 'ap'][i % 3],
+        total: i,
+      })),
+    );
+    // The upper orders chunk (us) moves to the other shard: both shards own orders.
+    const primary = (await src.db('config').collection('databases').findOne({ _id: 'app' as never }))!
+      .primary as string;
+    const other = primary === shard0 ? shard1 : shard0;
+    await admin.command({
+      moveChunk: 'app.orders',
+      find: { region: 'us', _id: 0 },
+      to: other,
+    });
+
+    // Bad input first: nothing may be written by a refused start.
+    const stranger = await worker('not-a-shard');
+    await expect(stranger.start(START)).rejects.toMatchObject({ error: 'InvalidShardId' });
+    expect(stranger.state).toBe('IDLE');
+
+    // The follower may start first: it waits for the coordinator (the smallest shard id).
+    const follower = await worker(shard1);
+    await follower.start(START);
+    await waitFor(
+      () => /coordinator/.test(String(follower.progress().waitingFor ?? '')),
+      20_000,
+      'follower waits for the coordinator',
+      () => JSON.stringify(follower.progress()),
+    );
+    expect(follower.progress()).toMatchObject({ syncID: shard1, coordinatorID: shard0 });
+    const coordinator = await worker(shard0);
+    await coordinator.start(START);
+    expect(coordinator.progress()).toMatchObject({ syncID: shard0, coordinatorID: shard0 });
+    // The balancers are off for the sync.
+    expect((await admin.command({ balancerStatus: 1 })).mode).toBe('off');
+
+    // A lone worker cannot join a per-shard sync.
+    const lone = await worker();
+    await expect(lone.start(START)).rejects.toMatchObject({ error: 'PerShardSyncInProgress' });
+
+    const both = () => [coordinator, follower];
+    const allCanCommit = () => both().every((w) => w.progress().canCommit === true);
+    const show = () => JSON.stringify(both().map((w) => w.progress()));
+    await waitFor(allCanCommit, 90_000, 'canCommit on both', show);
+    // Each worker copied only its shard's share; together, everything.
+    const copied = both().map(
+      (w) => (w.progress().collectionCopy as { estimatedCopiedBytes: number }).estimatedCopiedBytes,
+    );
+    expect(copied.every((b) => b > 0)).toBe(true);
+
+    // Writes on every shard, a shard-key change moving a document, and DDL.
+    await app.collection<AnyDoc>('users').updateMany({}, { $set: { seen: true } });
+    await app.collection<AnyDoc>('orders').deleteMany({ region: 'ap' });
+    await app.collection<AnyDoc>('orders').insertOne({ _id: new Int32(999), region: 'us', total: 1 });
+    await app
+      .collection<AnyDoc>('orders')
+      .updateOne({ region: 'eu', _id: new Int32(0) }, { $set: { region: 'us' } });
+    await src.db('crm').collection<AnyDoc>('notes').insertOne({ _id: 2, text: 'again' });
+    await app.collection('settings').drop();
+    await app.collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'light' });
+    await app.collection<AnyDoc>('orders').createIndex({ total: 1 }, { name: 'total_1' });
+    await src.db('crm').collection('notes').rename('archive');
+    await src.db('crm').collection<AnyDoc>('archive').insertOne({ _id: 3, text: 'moved' });
+
+    await waitFor(allCanCommit, 90_000, 'canCommit again', show);
+    // commit completes only when every worker has received it.
+    await coordinator.commit();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(coordinator.progress().state).toBe('COMMITTING');
+    expect(String(coordinator.progress().waitingFor)).toContain(shard1);
+    await follower.commit();
+    await waitFor(
+      () => both().every((w) => w.progress().state === 'COMMITTED'),
+      90_000,
+      'COMMITTED on both',
+      show,
+    );
+    expect(both().every((w) => w.progress().canWrite === true)).toBe(true);
+
+    const report = await compareClusters(src, dst, { databases: ['app', 'crm'] });
+    expect(report.differences).toEqual([]);
+    expect(report.documents).toBe(600 + 268 + 1 + 3);
+    const config = dst.db('config').collection('collections');
+    expect(await config.findOne({ _id: 'app.users' as never })).toMatchObject({
+      key: { uid: 'hashed' },
+    });
+    expect(await config.findOne({ _id: 'app.orders' as never })).toMatchObject({
+      key: { region: 1, _id: 1 },
+    });
+    // No orphan and no duplicate: counts through the router equal the source's.
+    expect(await dst.db('app').collection('orders').countDocuments()).toBe(268);
+    expect(
+      await dst.db('app').collection('orders').findOne({ _id: new Int32(0) } as Document),
+    ).toMatchObject({ region: 'us' });
+    // Balancers back as they were.
+    expect((await admin.command({ balancerStatus: 1 })).mode).toBe('full');
+    expect((await dst.db('admin').command({ balancerStatus: 1 })).mode).toBe('full');
+  });
+});
