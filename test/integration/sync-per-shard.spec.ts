@@ -45,7 +45,7 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
       clusters: { cluster0: source.uri, cluster1: destination.uri },
       ...(id ? { id } : {}),
       logger: log,
-      engine: TUNING,
+      engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 } },
       changeApplication: CEA_TUNING,
     });
     await engine.ready;
@@ -124,9 +124,21 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     // The balancers are off for the sync.
     expect((await admin.command({ balancerStatus: 1 })).mode).toBe('off');
 
-    // A lone worker cannot join a per-shard sync.
+    // A second process for the same shard is refused; so is a lone worker (no --id).
+    // (It finds shard1's job at boot and refuses to resume it; every call answers the error.)
+    const twin = await createSyncEngine({
+      clusters: { cluster0: source.uri, cluster1: destination.uri },
+      id: shard1,
+      logger: silentLogger,
+      onFatal: () => undefined,
+      engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 } },
+    });
+    await expect(twin.ready).rejects.toMatchObject({ error: 'DuplicateShardWorker' });
+    expect(() => twin.progress()).toThrow(/another worker runs shard/);
+    await twin.close();
     const lone = await worker();
     await expect(lone.start(START)).rejects.toMatchObject({ error: 'PerShardSyncInProgress' });
+    await lone.close();
 
     const both = () => [coordinator, follower];
     const allCanCommit = () => both().every((w) => w.progress().canCommit === true);
@@ -182,6 +194,20 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     expect(
       await dst.db('app').collection('orders').findOne({ _id: new Int32(0) } as Document),
     ).toMatchObject({ region: 'us' });
+    // Presplit before the copy: both sharded collections are spread over all 3 shards.
+    for (const coll of ['orders', 'users']) {
+      const perShard = await Promise.all(
+        destination.shards.map(async (shard) => {
+          const direct = await new MongoClient(shard.uri).connect();
+          try {
+            return await direct.db('app').collection(coll).countDocuments();
+          } finally {
+            await direct.close();
+          }
+        }),
+      );
+      expect({ coll, spread: perShard.every((n) => n > 0) }).toEqual({ coll, spread: true });
+    }
     // Balancers back as they were.
     expect((await admin.command({ balancerStatus: 1 })).mode).toBe('full');
     expect((await dst.db('admin').command({ balancerStatus: 1 })).mode).toBe('full');

@@ -88,6 +88,11 @@ export const API_ERRORS = {
     description:
       'Every worker of a per-shard sync must get the identical start request; this one differs from the coordinator\'s.',
   },
+  DuplicateShardWorker: {
+    httpStatus: 409,
+    description:
+      'Another live worker runs this shard id; each source shard needs exactly one worker (a crashed one is taken over once its heartbeat is stale).',
+  },
   ReverseNotSupportedPerShard: {
     httpStatus: 409,
     description:

@@ -3,6 +3,7 @@ import {
   type BarrierRecord,
   type CoordinationRecord,
   type CoordinationStore,
+  type WorkerClaim,
 } from '@sync/engine';
 import type { Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
@@ -19,8 +20,27 @@ const ID = 'sync';
 export class MongoCoordinationStore implements CoordinationStore {
   constructor(private readonly client: MongoClient) {}
 
-  private collection(name: 'coordination' | 'barriers'): Collection<Document> {
+  private collection(name: 'coordination' | 'barriers' | 'workers'): Collection<Document> {
     return this.client.db(INTERNAL_DATABASE).collection(name);
+  }
+
+  async claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim> {
+    const workers = this.collection('workers');
+    try {
+      await workers.updateOne(
+        {
+          _id: worker as never,
+          $or: [{ instance }, { heartbeatAt: { $lt: staleBefore } }],
+        },
+        { $set: { instance, heartbeatAt: now } },
+        { upsert: true },
+      );
+    } catch (error) {
+      // Held by a live process: the upsert collides with its document.
+      if ((error as { code?: unknown }).code !== 11000) throw error;
+    }
+    const held = await workers.findOne({ _id: worker as never });
+    return held as unknown as WorkerClaim;
   }
 
   async load(): Promise<CoordinationRecord | null> {

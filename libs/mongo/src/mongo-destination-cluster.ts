@@ -9,7 +9,7 @@ import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
 import { EXACT_BSON } from './exact-bson';
-import { balancerMode, setBalancer } from './sharding-metadata';
+import { balancerMode, isMongos, setBalancer } from './sharding-metadata';
 
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
@@ -163,6 +163,49 @@ export class MongoDestinationCluster implements DestinationCluster {
         `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
       );
     }
+  }
+
+  async shardIds(): Promise<string[]> {
+    if (!(await isMongos(this.client))) return [];
+    const reply = await this.client.db('admin').command({ listShards: 1 });
+    return (reply.shards as Array<{ _id: string }>).map((s) => String(s._id)).sort();
+  }
+
+  async chunkCount(database: string, collection: string): Promise<number> {
+    const uuid = await this.collectionUuid(database, collection);
+    if (!uuid) return 0;
+    return this.client.db('config').collection('chunks').countDocuments({ uuid });
+  }
+
+  async splitAt(database: string, collection: string, middle: Document): Promise<void> {
+    await this.client.db('admin').command({ split: `${database}.${collection}`, middle });
+  }
+
+  async moveRange(
+    database: string,
+    collection: string,
+    min: Document,
+    max: Document,
+    toShard: string,
+  ): Promise<void> {
+    const uuid = await this.collectionUuid(database, collection);
+    const chunk = uuid
+      ? await this.client.db('config').collection('chunks').findOne({ uuid, min }, EXACT_BSON)
+      : null;
+    if (chunk && chunk.shard === toShard) return;
+    await this.client.db('admin').command({
+      moveChunk: `${database}.${collection}`,
+      bounds: [min, max],
+      to: toShard,
+    });
+  }
+
+  private async collectionUuid(database: string, collection: string): Promise<unknown> {
+    const entry = await this.client
+      .db('config')
+      .collection('collections')
+      .findOne({ _id: `${database}.${collection}` as never }, EXACT_BSON);
+    return entry?.uuid;
   }
 
   balancerMode(): Promise<'full' | 'off' | null> {

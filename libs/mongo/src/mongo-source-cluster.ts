@@ -88,6 +88,24 @@ export class MongoSourceCluster implements SourceCluster {
   }
 
   /** `$sample` then a server-side `$sort` on `_id`: MongoDB orders mixed-type ids for us. */
+  async sampleKeys(
+    database: string,
+    collection: string,
+    fields: string[],
+    size: number,
+  ): Promise<Document[]> {
+    const projection: Document = Object.fromEntries(fields.map((f) => [f, 1]));
+    if (!fields.includes('_id')) projection._id = 0;
+    return this.client
+      .db(database)
+      .collection(collection)
+      .aggregate([{ $sample: { size } }, { $project: projection }], {
+        ...EXACT_BSON,
+        allowDiskUse: true,
+      })
+      .toArray();
+  }
+
   async sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]> {
     const docs = await this.client
       .db(database)

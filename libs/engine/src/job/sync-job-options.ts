@@ -5,6 +5,7 @@ import type { Clock } from '../ports/clock';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { SyncPhases } from './phases';
+import type { ShardClaimOptions } from '../shards/shard-claim';
 
 export interface SyncJobOptions {
   clusters: ClusterDirectory;
@@ -16,6 +17,8 @@ export interface SyncJobOptions {
    * (syncID is then the shard id). Absent: one worker syncs the whole source.
    */
   shardId?: string;
+  /** Heartbeat tuning of the per-shard claim (tests shorten it). */
+  shardClaim?: ShardClaimOptions;
   /** Set when another instance coordinates this one; defaults to syncID (alone or coordinator). */
   coordinatorID?: string;
   clock?: Clock;

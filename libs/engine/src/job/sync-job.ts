@@ -33,6 +33,8 @@ import type { JobSession } from './job-session';
 import { createRunner, openSession } from './job-runtime';
 import type { SyncJobOptions } from './sync-job-options';
 import type { SyncRunner } from './sync-runner';
+import type { CoordinationStore } from '../ports/coordination-store';
+import { ShardClaim } from '../shards/shard-claim';
 
 /**
  * The state machine of one sync instance (SPEC §3), a facade over the operations:
@@ -58,6 +60,7 @@ export class SyncJob implements SyncEngine {
   /** What a per-shard sync is waiting for on other workers (shown in progress). */
   private waitingFor: string | null = null;
   private readonly syncID: string;
+  private claim: ShardClaim | null = null;
   private readonly clock: Clock;
   private readonly logger: EngineLogger;
 
@@ -110,7 +113,9 @@ export class SyncJob implements SyncEngine {
     this.guard('start');
     await this.exclusive('start', async () => {
       const started = await startJob(request, {
-        ...(this.options.shardId !== undefined ? { shardId: this.options.shardId } : {}),
+        ...(this.options.shardId !== undefined
+          ? { shardId: this.options.shardId, claim: (store) => this.claimShard(store) }
+          : {}),
         command: commandRecord('start', options, this.clock),
         clusters: this.options.clusters,
         syncID: this.syncID,
@@ -218,6 +223,7 @@ export class SyncJob implements SyncEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.claim?.stop();
     this.commitAbort?.abort();
     await this.runner?.stop();
     await this.commitRun?.catch(() => undefined);
@@ -243,6 +249,9 @@ export class SyncJob implements SyncEngine {
       return;
     }
     const { job } = found.persisted;
+    if (job.shard) {
+      await this.claimShard(this.options.clusters.coordination(job.destination.name));
+    }
     this.adopt(found.persisted, found.hosts);
     this.current = job.state;
     this.logger.info('persisted sync restored', { state: job.state, phase: job.phase });
@@ -260,6 +269,22 @@ export class SyncJob implements SyncEngine {
       this.startCommit();
     }
     if (this.current === 'REVERSING') await this.runReverse();
+  }
+
+  /** One process per shard id (DuplicateShardWorker otherwise); renewed while this one runs. */
+  private async claimShard(store: CoordinationStore): Promise<void> {
+    if (this.claim) return;
+    const claim = new ShardClaim(this.syncID, this.clock, this.logger, this.options.shardClaim);
+    await claim.acquire(store, (error) => {
+      this.logger.error('another worker took over this shard; stopping', {
+        error: error.error,
+        description: error.message,
+      });
+      this.fatalInit = error;
+      void this.runner?.stop();
+      this.commitAbort?.abort();
+    });
+    this.claim = claim;
   }
 
   /** Makes a loaded job current, with a runner over it. */

@@ -10,6 +10,7 @@ import { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import { prepareDestination } from '../prepare/destination-preparer';
+import { presplitRangeKey } from '../prepare/presplit';
 import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sync';
 import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
@@ -176,6 +177,8 @@ export class SyncRunner {
         job.request,
         job.namespaces,
         this.options.logger,
+        (ns, key) =>
+          presplitRangeKey(session.source, session.destination, ns, key, this.options.logger),
       );
       await session.save((j) => {
         j.namespaces = prepared;

@@ -12,6 +12,7 @@ import { assignShard } from '../shards/shard-sync';
 import { sharedSyncCommitted } from '../shards/shard-commit';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
+import type { CoordinationStore } from '../ports/coordination-store';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord } from '../ports/job-store';
 import { planSync } from '../plan/planner';
@@ -60,6 +61,8 @@ export async function startJob(
     command?: CommandRecord | null;
     /** `--id`: this worker syncs one source shard of a per-shard sync. */
     shardId?: string;
+    /** Per-shard: claims the shard for this process before anything is written. */
+    claim?: (coordination: CoordinationStore) => Promise<void>;
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -91,6 +94,7 @@ export async function startJob(
       `the destination ${request.destination} holds a sync run by one worker per source shard (${shared.members.join(', ')}); launch one worker per shard with --id.`,
     );
   }
+  if (shard) await deps.claim?.(coordination);
   const base = {
     request,
     state: 'RUNNING' as const,

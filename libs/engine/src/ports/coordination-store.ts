@@ -52,7 +52,21 @@ export interface BarrierRecord {
   released: boolean;
 }
 
+/** Which process currently runs a shard's worker (`workers` collection, `_id` = shard id). */
+export interface WorkerClaim {
+  _id: string;
+  /** Random id of the claiming process. */
+  instance: string;
+  heartbeatAt: Date;
+}
+
 export interface CoordinationStore {
+  /**
+   * Claims shard `worker` for process `instance` in one atomic write: succeeds when nobody
+   * holds it, `instance` already does, or the holder's heartbeat is older than `staleBefore`.
+   * Returns the claim in force afterwards (another process's when refused).
+   */
+  claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim>;
   load(): Promise<CoordinationRecord | null>;
   /** Writes the record (replacing a stale one from an abandoned start). */
   create(record: CoordinationRecord): Promise<void>;

@@ -64,6 +64,20 @@ export interface DestinationCluster {
     key: Document,
     unique: boolean,
   ): Promise<void>;
+  /** Shard ids of a sharded destination, sorted (empty for a replica set). */
+  shardIds(): Promise<string[]>;
+  /** Chunks of a sharded collection (`config.chunks` by its uuid); 0 when not sharded. */
+  chunkCount(database: string, collection: string): Promise<number>;
+  /** `split` at `middle` (a full shard-key value). */
+  splitAt(database: string, collection: string, middle: Document): Promise<void>;
+  /** Moves the chunk `[min, max)` to `toShard` (nothing when it is there already). */
+  moveRange(
+    database: string,
+    collection: string,
+    min: Document,
+    max: Document,
+    toShard: string,
+  ): Promise<void>;
   /** `collMod` with the given options (validator, validationLevel, view pipeline...). */
   collMod(database: string, collection: string, options: Document): Promise<void>;
   /**

@@ -89,6 +89,13 @@ export interface SourceCluster {
    * (MongoDB's cross-type comparison order, which the engine does not reimplement).
    */
   sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]>;
+  /** Up to `size` random documents projected on `fields` (a shard key's fields). */
+  sampleKeys(
+    database: string,
+    collection: string,
+    fields: string[],
+    size: number,
+  ): Promise<Document[]>;
   /** Streams a range in batches; memory is bounded by one batch. */
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
   /**

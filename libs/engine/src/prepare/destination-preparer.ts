@@ -51,12 +51,16 @@ export async function prepareDestination(
   request: StartRequest,
   namespaces: NamespaceRecord[],
   logger: EngineLogger,
+  /** Presplits a sharded destination collection (range keys) before the copy. */
+  presplit?: Presplit,
 ): Promise<NamespaceRecord[]> {
   if (request.enableUserWriteBlocking) await destination.setUserWriteBlocking(true);
   const prepared: NamespaceRecord[] = [];
   for (const ns of namespaces) {
     if (ns.type !== 'collection') continue;
-    prepared.push(await prepareCollection(destination, request.buildIndexes, ns, logger));
+    prepared.push(
+      await prepareCollection(destination, request.buildIndexes, ns, logger, presplit),
+    );
   }
   for (const view of orderViews(namespaces.filter((ns) => ns.type === 'view'))) {
     const { viewOn, pipeline, ...rest } = view.options;
@@ -73,11 +77,14 @@ export async function prepareDestination(
 }
 
 /** One collection with its options and relaxed indexes (also used for re-copies mid-sync). */
+export type Presplit = (ns: NamespaceRecord, key: Document) => Promise<void>;
+
 export async function prepareCollection(
   destination: DestinationCluster,
   buildIndexes: StartRequest['buildIndexes'],
   ns: NamespaceRecord,
   logger: EngineLogger,
+  presplit?: Presplit,
 ): Promise<NamespaceRecord> {
   await destination.createCollection(ns.database, ns.collection, collectionOptions(ns.options));
   const plan = planDestinationIndexes(ns.indexes, buildIndexes);
@@ -94,6 +101,7 @@ export async function prepareCollection(
       await destination.createIndexes(ns.database, ns.collection, [{ key, name: supportingIndex }]);
     }
     await destination.shardCollection(ns.database, ns.collection, key, false);
+    await presplit?.(ns, key);
   }
   logger.debug('collection prepared', {
     namespace: `${ns.database}.${ns.collection}`,

@@ -279,6 +279,20 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   }
   /** `db.coll` → shard key, in the order collections were sharded. */
   readonly sharded = new Map<string, { key: Document; unique: boolean; documentsBefore: number }>();
+  async shardIds(): Promise<string[]> {
+    return [];
+  }
+  async chunkCount(database: string, collection: string): Promise<number> {
+    return this.sharded.has(`${database}.${collection}`) ? 1 : 0;
+  }
+  async splitAt(): Promise<void> {}
+  async moveRange(): Promise<void> {}
+  async sampleKeys(database: string, collection: string, fields: string[], size: number) {
+    const docs = this.collection(database, collection)?.documents ?? [];
+    return docs
+      .slice(0, size)
+      .map((d) => Object.fromEntries(fields.filter((f) => f in d).map((f) => [f, d[f]])));
+  }
   async shardCollection(
     database: string,
     collection: string,

@@ -1,4 +1,5 @@
 import type {
+  WorkerClaim,
   BarrierRecord,
   CoordinationRecord,
   CoordinationStore,
@@ -9,6 +10,15 @@ import { deepSnapshot } from '../job/job-session';
 export class FakeCoordinationStore implements CoordinationStore {
   record: CoordinationRecord | null = null;
   readonly barriers = new Map<string, BarrierRecord>();
+  readonly claims = new Map<string, WorkerClaim>();
+
+  async claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim> {
+    const held = this.claims.get(worker);
+    if (!held || held.instance === instance || held.heartbeatAt < staleBefore) {
+      this.claims.set(worker, { _id: worker, instance, heartbeatAt: now });
+    }
+    return { ...this.claims.get(worker)! };
+  }
 
   async load(): Promise<CoordinationRecord | null> {
     return this.record && deepSnapshot(this.record);
