@@ -73,6 +73,10 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     const admin = src.db('admin');
     // Two databases: round-robin primaries put them on different shards.
     await src.db('app').collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'dark' });
+    await src
+      .db('app')
+      .collection<AnyDoc>('logs')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, k: i % 10 })));
     await src.db('crm').collection<AnyDoc>('notes').insertOne({ _id: 1, text: 'hello' });
     await admin.command({ shardCollection: 'app.users', key: { uid: 'hashed' } });
     await admin.command({ shardCollection: 'app.orders', key: { region: 1, _id: 1 } });
@@ -162,6 +166,10 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     await app.collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'light' });
     await app.collection<AnyDoc>('orders').createIndex({ total: 1 }, { name: 'total_1' });
     await src.db('crm').collection('notes').rename('archive');
+    // Sharded on the source during the sync: sharded on the destination with the same key.
+    await app.collection('logs').createIndex({ k: 1 }, { name: 'k_1' });
+    await admin.command({ shardCollection: 'app.logs', key: { k: 1 } });
+    await app.collection<AnyDoc>('logs').insertOne({ _id: 100, k: 3 });
     await src.db('crm').collection<AnyDoc>('archive').insertOne({ _id: 3, text: 'moved' });
 
     await waitFor(allCanCommit, 90_000, 'canCommit again', show);
@@ -180,8 +188,9 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     expect(both().every((w) => w.progress().canWrite === true)).toBe(true);
 
     const report = await compareClusters(src, dst, { databases: ['app', 'crm'] });
+    if (process.env.SYNC_TEST_LOG) console.log(JSON.stringify(report));
     expect(report.differences).toEqual([]);
-    expect(report.documents).toBe(600 + 268 + 1 + 3);
+    expect(report.documents).toBe(600 + 268 + 1 + 3 + 51);
     const config = dst.db('config').collection('collections');
     expect(await config.findOne({ _id: 'app.users' as never })).toMatchObject({
       key: { uid: 'hashed' },
@@ -189,6 +198,7 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     expect(await config.findOne({ _id: 'app.orders' as never })).toMatchObject({
       key: { region: 1, _id: 1 },
     });
+    expect(await config.findOne({ _id: 'app.logs' as never })).toMatchObject({ key: { k: 1 } });
     // No orphan and no duplicate: counts through the router equal the source's.
     expect(await dst.db('app').collection('orders').countDocuments()).toBe(268);
     expect(

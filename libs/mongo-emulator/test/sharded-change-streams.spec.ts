@@ -104,6 +104,35 @@ describe('sharded topology: change streams and write blocking through mongos', (
     await stream.close();
   });
 
+  it('shardCollection is reported once, with its key, to expanded-event streams only', async () => {
+    const expanded = client.watch([], { maxAwaitTimeMS: 50, showExpandedEvents: true });
+    const plain = client.watch([], { maxAwaitTimeMS: 50 });
+    await expanded.tryNext();
+    await plain.tryNext();
+    await client.db('sc').collection<{ _id: number }>('t').insertOne({ _id: 1 });
+    await client.db('admin').command({ shardCollection: 'sc.t', key: { _id: 1 } });
+    await client.db('sc').collection<{ _id: number }>('t').insertOne({ _id: 2 });
+    const seen = await next(expanded, 4);
+    const types = seen.map((e) => e.operationType);
+    expect(types.filter((t) => t === 'shardCollection')).toHaveLength(1);
+    const event = seen.find((e) => e.operationType === 'shardCollection') as unknown as {
+      ns: unknown;
+      collectionUUID: unknown;
+      operationDescription: Record<string, unknown>;
+    };
+    expect(event.ns).toEqual({ db: 'sc', coll: 't' });
+    expect(event.collectionUUID).toBeDefined();
+    expect(event.operationDescription).toMatchObject({
+      shardKey: { _id: 1 },
+      unique: false,
+      presplitHashedZones: false,
+    });
+    const plainTypes = (await next(plain, 2)).map((e) => e.operationType);
+    expect(plainTypes).toEqual(['insert', 'insert']);
+    await expanded.close();
+    await plain.close();
+  });
+
   it('setUserWriteBlockMode through mongos blocks writes on every shard', async () => {
     await client.db('admin').command({ setUserWriteBlockMode: 1, global: true });
     try {

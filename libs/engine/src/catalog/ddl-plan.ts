@@ -16,7 +16,8 @@ export type DestinationStep =
   | { kind: 'rename'; from: Namespace; to: Namespace }
   | { kind: 'createIndexes'; ns: Namespace; specs: Document[] }
   | { kind: 'dropIndex'; ns: Namespace; name: string }
-  | { kind: 'collMod'; ns: Namespace; options: Document };
+  | { kind: 'collMod'; ns: Namespace; options: Document }
+  | { kind: 'shardCollection'; ns: Namespace; key: Document };
 
 /** What one DDL event does: destination steps, then its effect on the catalog (one job write). */
 export interface DdlPlan {
@@ -45,7 +46,8 @@ const name = (r: NamespaceRecord): Namespace => ({ db: r.database, coll: r.colle
  * - rename within the filter: renamed on the destination (a target it replaces is dropped);
  *   out of the filter: dropped; into the filter, or across databases (where MongoDB gives the
  *   target a new UUID): the target is described from the source and copied;
- * - createIndexes / dropIndexes / collMod: applied unless older than the record's listing.
+ * - createIndexes / dropIndexes / collMod: applied unless older than the record's listing;
+ * - shardCollection: the destination collection is sharded with the same key (if sharded).
  */
 export async function planDdl(event: ChangeEvent, ctx: DdlPlanContext): Promise<DdlPlan | null> {
   const db = event.ns?.db ?? '';
@@ -117,9 +119,28 @@ export async function planDdl(event: ChangeEvent, ctx: DdlPlanContext): Promise<
       if (!after(event, record.listedAt)) return null;
       return planIndexOrOptions(event, record, ctx);
     }
+    case 'shardCollection': {
+      // A collection sharded on the source during the sync is sharded on a sharded
+      // destination with the same key (non-unique until commit, like every relaxed index);
+      // a replica-set destination has nothing to do.
+      const record = find();
+      if (!record || !after(event, record.listedAt)) return null;
+      const key = desc.shardKey as Document | undefined;
+      if (!key || typeof key !== 'object') {
+        throw conflict(event, 'the shardCollection event carries no operationDescription.shardKey');
+      }
+      const unique = desc.unique === true;
+      return {
+        destination: [{ kind: 'shardCollection', ns: name(record), key }],
+        catalog: (c) => {
+          const current = c.byKey(record.key);
+          if (current) current.shardKey = { key, unique };
+        },
+      };
+    }
     default:
-      // shardCollection and other sharding DDL carry nothing a replica-set destination needs;
-      // resharding is refused before it gets here.
+      // Other sharding DDL carries nothing the destination needs; resharding is refused
+      // before it gets here.
       return null;
   }
 }

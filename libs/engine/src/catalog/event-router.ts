@@ -207,6 +207,9 @@ export class CatalogEventRouter implements EventRouter {
         case 'collMod':
           await destination.collMod(step.ns.db, step.ns.coll, step.options);
           break;
+        case 'shardCollection':
+          await shardOnDestination(destination, step.ns, step.key);
+          break;
       }
     }
   }
@@ -230,5 +233,28 @@ export class CatalogEventRouter implements EventRouter {
     if (!info || info.type !== 'collection') return null;
     const record = await describeNamespace(source, to.db, info, listedAt);
     return { ...record, collection: to.coll, options: record.options as Document };
+  }
+}
+
+/**
+ * Shards a destination collection like the source's (a sharded destination only). The source
+ * needed an index on the key; the destination may lack it (buildIndexes "never", or an index
+ * event not applied): it is created then, with MongoDB's default name, and sharding retried.
+ */
+async function shardOnDestination(
+  destination: DestinationCluster,
+  ns: Namespace,
+  key: Document,
+): Promise<void> {
+  if ((await destination.shardIds()).length === 0) return;
+  try {
+    await destination.shardCollection(ns.db, ns.coll, key, false);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 72) throw error; // InvalidOptions: no index
+    const name = Object.entries(key)
+      .map(([f, v]) => `${f}_${v === 'hashed' ? 'hashed' : '1'}`)
+      .join('_');
+    await destination.createIndexes(ns.db, ns.coll, [{ key, name }]);
+    await destination.shardCollection(ns.db, ns.coll, key, false);
   }
 }

@@ -854,6 +854,19 @@ export class MongosRouter implements CommandExecutor {
       const c = s.rs.node.catalog.getCollection(nsDb, coll);
       if (c) c.shardKey = { ...key };
     }
+    // The primary shard logs the sharding (a `shardCollection` event with expanded events).
+    shard.rs.node.oplog.append({
+      op: 'shardCollection',
+      db: nsDb,
+      coll,
+      uuid,
+      operationDescription: {
+        shardKey: { ...key },
+        unique,
+        numInitialChunks: Long.fromNumber(numInitialChunks),
+        presplitHashedZones: body.presplitHashedZones === true,
+      },
+    });
     return this.local({ collectionsharded: ns, ok: 1 });
   }
 
