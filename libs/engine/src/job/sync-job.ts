@@ -142,8 +142,13 @@ export class SyncJob implements SyncEngine {
         canCommit: this.canCommit(),
         hasChangeApplication: !!this.options.phases?.changeApplication,
         syncID: this.syncID,
+        // A per-shard worker knows its coordinator once started (null until then).
         coordinatorID:
-          this.session?.job.shard?.coordinatorID ?? this.options.coordinatorID ?? this.syncID,
+          this.current !== 'IDLE' && this.session?.job.shard
+            ? this.session.job.shard.coordinatorID
+            : this.options.shardId !== undefined
+              ? null
+              : (this.options.coordinatorID ?? this.syncID),
         waitingFor: this.waitingFor ?? this.runner?.waitingFor ?? null,
         redact: this.options.redact ?? ((t) => t),
       }),

@@ -13,7 +13,7 @@ export interface ProgressInputs {
   sourceMapping: string;
   destinationMapping: string;
   syncID: string;
-  coordinatorID: string;
+  coordinatorID: string | null;
   failure: string | null;
 }
 

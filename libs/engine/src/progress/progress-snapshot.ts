@@ -30,7 +30,7 @@ export interface SnapshotSources {
   canCommit: boolean;
   hasChangeApplication: boolean;
   syncID: string;
-  coordinatorID: string;
+  coordinatorID: string | null;
   waitingFor?: string | null;
   redact: (text: string) => string;
 }
