@@ -36,6 +36,7 @@ export async function stopAll(): Promise<void> {
 export async function startEmulator(
   name: string,
   profileDir: string | null,
+  extraArgs: string[] = [],
 ): Promise<Started<{ uri: string }>> {
   const args = [
     ...nodeFlags(profileDir, `emulator-${name}`),
@@ -46,6 +47,7 @@ export async function startEmulator(
     name,
     '--port',
     '0',
+    ...extraArgs,
   ];
   return track(await startNodeProcess<{ uri: string }>(args));
 }

@@ -1,7 +1,9 @@
 /**
  * Command-line launcher:
- *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--user name:password:role[,role...]]...
- *   emulator --topology sharded --shards N [--mongos M] [--name sharded] [--port 0] [--history N] [--user ...]...
+ *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--user name:password:role[,role...]]... [--pause-stats]
+ *   emulator --topology sharded --shards N [--mongos M] [--name sharded] [--port 0] [--history N] [--user ...]... [--pause-stats]
+ * `--pause-stats` (or EMULATOR_PAUSE_STATS=1) records event-loop delay and GC pauses for the
+ * `emulatorStats` command (an emulator extension).
  * Prints one JSON line once every listener is up (`{"uri": ...}`, plus `shards` for a sharded
  * cluster) and runs until SIGINT/SIGTERM.
  * Exit codes: 0 on a signal-initiated shutdown, 2 on bad arguments, 1 on startup failure.
@@ -10,6 +12,7 @@ import { startReplicaSet, startShardedCluster, type ReplicaSetOptions } from './
 import type { ShardedClusterOptions } from './sharding/cluster';
 import type { UserSpec } from './auth/user-registry';
 import { BUILTIN_ROLES } from './auth/roles';
+import { enablePauseStats, pauseStatsRequested } from './server/pause-stats';
 
 export class UsageError extends Error {}
 
@@ -19,10 +22,12 @@ export interface CliOptions {
   replSet: ReplicaSetOptions;
   /** Set for `--topology sharded`. */
   sharded?: ShardedClusterOptions;
+  /** `--pause-stats`: record main-thread pauses for `emulatorStats`. */
+  pauseStats?: boolean;
 }
 
 const USAGE =
-  'usage: emulator --topology replset|sharded [--shards N] [--mongos M] [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]...';
+  'usage: emulator --topology replset|sharded [--shards N] [--mongos M] [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]... [--pause-stats]';
 
 function parseInteger(flag: string, value: string, min: number, max: number): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`${flag} expects an integer, got '${value}'`);
@@ -59,6 +64,7 @@ export function parseArgs(argv: string[]): CliOptions {
   const users: UserSpec[] = [];
   let shards: number | undefined;
   let mongos: number | undefined;
+  let pauseStats = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const eq = arg.indexOf('=');
@@ -73,6 +79,10 @@ export function parseArgs(argv: string[]): CliOptions {
       return next;
     };
     switch (flag) {
+      case '--pause-stats':
+        if (inline !== undefined) throw new UsageError('--pause-stats takes no value');
+        pauseStats = true;
+        break;
       case '--topology':
         topology = value();
         break;
@@ -110,7 +120,7 @@ export function parseArgs(argv: string[]): CliOptions {
     if (replSet.port !== undefined) sharded.port = replSet.port;
     if (replSet.historySize !== undefined) sharded.historySize = replSet.historySize;
     if (users.length) sharded.users = users;
-    return { topology: 'sharded', replSet, sharded };
+    return { topology: 'sharded', replSet, sharded, ...(pauseStats ? { pauseStats } : {}) };
   }
   if (topology !== 'replset') {
     throw new UsageError(`unsupported topology '${topology}': expected 'replset' or 'sharded'`);
@@ -118,7 +128,7 @@ export function parseArgs(argv: string[]): CliOptions {
   if (shards !== undefined || mongos !== undefined)
     throw new UsageError('--shards and --mongos need --topology sharded');
   if (users.length) replSet.users = users;
-  return { topology: 'replset', replSet };
+  return { topology: 'replset', replSet, ...(pauseStats ? { pauseStats } : {}) };
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -132,6 +142,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
+  if (options.pauseStats || pauseStatsRequested()) enablePauseStats();
   let rs: { stop(): Promise<void> };
   let line: object;
   try {

@@ -97,7 +97,8 @@ describe('change stream events (node level)', () => {
       'ns',
       'documentKey',
     ]);
-    expect(batch[0].fullDocument).toEqual({ _id: 1, name: 'a' });
+    // Stored documents are BSON bytes decoded exactly: the number 1 was stored as an int32.
+    expect(batch[0].fullDocument).toEqual({ _id: new Int32(1), name: 'a' });
     expect(batch[0].ns).toEqual({ db: 'app', coll: 'users' });
     expect(Object.keys(batch[1])).toEqual([
       '_id',
@@ -130,7 +131,7 @@ describe('change stream events (node level)', () => {
       'ns',
       'documentKey',
     ]);
-    expect(batch[3].documentKey).toEqual({ _id: 1 });
+    expect(batch[3].documentKey).toEqual({ _id: new Int32(1) }); // read from the stored bytes
     for (let i = 1; i < batch.length; i++)
       expect(batch[i]._id._data > batch[i - 1]._id._data).toBe(true);
   });
@@ -379,8 +380,8 @@ describe('change stream events (node level)', () => {
     update(node, 'app', 'u', 1, { v: 2 });
     const batch = (await more(node, cs)).nextBatch as Document[];
     expect(batch.map((e) => e.fullDocument)).toEqual([
-      { _id: 1, v: 2 },
-      { _id: 1, v: 2 },
+      { _id: new Int32(1), v: new Int32(2) },
+      { _id: new Int32(1), v: new Int32(2) },
     ]);
     expect(Object.keys(batch[0]).slice(-2)).toEqual(['updateDescription', 'fullDocument']);
     update(node, 'app', 'u', 1, { v: 3 });

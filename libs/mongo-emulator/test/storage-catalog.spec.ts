@@ -1,4 +1,4 @@
-import { Int32, ObjectId, type Document } from 'bson';
+import { Double, Int32, ObjectId, type Document } from 'bson';
 import { ReplicaSetNode } from '../src/node/replica-set-node';
 import { encode } from '../src/bson/codec';
 import { CommandError } from '../src/errors';
@@ -12,8 +12,16 @@ function setup() {
   return { node, catalog: node.catalog, coll };
 }
 
+/**
+ * Stored documents are BSON bytes decoded exactly, so a JS number written by a test reads back
+ * as an Int32 or Double wrapper; `plain` turns those back into numbers for comparisons.
+ */
+function plain(v: unknown): unknown {
+  return v instanceof Int32 || v instanceof Double ? v.value : v;
+}
+
 function ids(docs: Iterable<Document>): unknown[] {
-  return [...docs].map((d) => d._id);
+  return [...docs].map((d) => plain(d._id));
 }
 
 describe('storage: collections and indexes', () => {
@@ -24,8 +32,8 @@ describe('storage: collections and indexes', () => {
     expect(Object.keys(r.doc)[0]).toBe('_id');
     expect(r.doc._id).toBeInstanceOf(ObjectId);
     expect(Object.keys(catalog.findById('db', 'c', 2)!)).toEqual(['_id', 'a']);
-    expect([...coll.naturalRecords(1)].map((x) => x.doc.a)).toEqual([1, 2]);
-    expect([...coll.naturalRecords(-1)].map((x) => x.doc.a)).toEqual([2, 1]);
+    expect([...coll.naturalRecords(1)].map((x) => plain(x.doc.a))).toEqual([1, 2]);
+    expect([...coll.naturalRecords(-1)].map((x) => plain(x.doc.a))).toEqual([2, 1]);
     expect(coll.uuid.sub_type).toBe(4);
     expect(coll.dataSize).toBeGreaterThan(0);
   });
@@ -79,8 +87,8 @@ describe('storage: collections and indexes', () => {
       ...queryDocuments(coll, { filter: { _id: { $gte: 50_000, $lt: 50_500 } }, sort: { _id: 1 } }),
     ];
     expect(docs).toHaveLength(500);
-    expect(docs[0]._id).toBe(50_000);
-    expect(docs[499]._id).toBe(50_499);
+    expect(plain(docs[0]._id)).toBe(50_000);
+    expect(plain(docs[499]._id)).toBe(50_499);
     expect(coll.metrics.docsExamined).toBe(500);
     expect(coll.metrics.keysExamined).toBe(500);
 
@@ -96,10 +104,11 @@ describe('storage: collections and indexes', () => {
   it('uses type bracketing: a numeric range does not return strings', () => {
     const { coll } = setup();
     for (const id of [1, 5, 'a', 'b', new Int32(7), 9.5]) coll.insert(prepareInsert({ _id: id }));
-    expect(ids(queryDocuments(coll, { filter: { _id: { $gt: 3 } } }))).toEqual([
-      5,
+    // Each value keeps its BSON type: JS 5 was stored as an int32, 9.5 as a double.
+    expect([...queryDocuments(coll, { filter: { _id: { $gt: 3 } } })].map((d) => d._id)).toEqual([
+      new Int32(5),
       new Int32(7),
-      9.5,
+      new Double(9.5),
     ]);
     expect(ids(queryDocuments(coll, { filter: { _id: { $lt: 'b' } } }))).toEqual(['a']);
   });
@@ -114,7 +123,7 @@ describe('storage: collections and indexes', () => {
         coll.insert(prepareInsert({ _id: n++, a, b, tags: [a, a + 1, a] }));
     coll.metrics.docsExamined = 0;
     const res = [...queryDocuments(coll, { filter: { a: 3, b: { $gte: 5, $lt: 8 } } })];
-    expect(res.map((d) => d.b)).toEqual([7, 6, 5]);
+    expect(res.map((d) => plain(d.b))).toEqual([7, 6, 5]);
     expect(coll.metrics.docsExamined).toBe(3);
     const plan = planQuery(coll, { filter: { a: { $in: [2, 4] } }, sort: { a: 1, b: -1 } });
     expect(plan.summary).toEqual({ stage: 'IXSCAN', indexName: 'a_1_b_-1', direction: 'forward' });
@@ -122,7 +131,7 @@ describe('storage: collections and indexes', () => {
     const back = planQuery(coll, { filter: { a: 4 }, sort: { b: 1 } });
     expect(back.sortProvided).toBe(true);
     expect(back.summary.direction).toBe('backward');
-    expect([...back.records].map((r) => r.doc.b).slice(0, 3)).toEqual([0, 1, 2]);
+    expect([...back.records].map((r) => plain(r.doc.b)).slice(0, 3)).toEqual([0, 1, 2]);
     // Multikey: each document once even though it has several keys in range.
     const tagged = [
       ...queryDocuments(coll, { filter: { tags: { $gte: 3, $lte: 4 } }, hint: 'tags_1' }),
@@ -173,10 +182,10 @@ describe('storage: collections and indexes', () => {
     for (let i = 0; i < 1000; i++) coll.insert(prepareInsert({ _id: i }));
     const it = queryDocuments(coll, { filter: { _id: { $gte: 0 } } });
     const seen: unknown[] = [];
-    for (let i = 0; i < 300; i++) seen.push(it.next().value._id);
+    for (let i = 0; i < 300; i++) seen.push(plain(it.next().value._id));
     for (let i = 300; i < 400; i++) coll.delete(coll.recordById(i)!);
     coll.insert(prepareInsert({ _id: 5000 }));
-    for (let r = it.next(); !r.done; r = it.next()) seen.push(r.value._id);
+    for (let r = it.next(); !r.done; r = it.next()) seen.push(plain(r.value._id));
     expect(seen).toHaveLength(300 + 600 + 1);
     expect(seen[300]).toBe(400);
   });
@@ -205,14 +214,14 @@ describe('storage: collections and indexes', () => {
       'drop',
       'dropDatabase',
     ]);
-    const [, create, , update, del, ci, rename] = [...node.oplog.entriesAfter(undefined)];
+    const [, create, insert, update, del, ci, rename] = [...node.oplog.entriesAfter(undefined)];
     expect(create.operationDescription).toEqual({
       idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
     });
-    // Images are kept BSON-encoded; compare them byte for byte.
+    // Documents and images are kept BSON-encoded; compare them byte for byte.
+    expect(insert.postImage).toEqual(encode({ _id: 1, a: 1 }));
     expect(update.preImage).toEqual(encode({ _id: 1, a: 1 }));
     expect(update.postImage).toEqual(encode({ _id: 1, a: 2 }));
-    expect(update.fullDocument).toBeUndefined();
     expect(del.preImage).toEqual(encode({ _id: 1, a: 2 }));
     expect(ci.operationDescription).toEqual({ indexes: [{ v: 2, key: { a: 1 }, name: 'a_1' }] });
     expect(rename.operationDescription).toEqual({ to: { db: 'db', coll: 'd' } });
@@ -223,7 +232,7 @@ describe('storage: collections and indexes', () => {
     const { catalog } = setup();
     const capped = catalog.createCollection('db', 'cap', { capped: true, size: 100000, max: 3 });
     for (let i = 0; i < 5; i++) capped.insert(prepareInsert({ _id: i }));
-    expect([...capped.naturalRecords(1)].map((r) => r.doc._id)).toEqual([2, 3, 4]);
+    expect([...capped.naturalRecords(1)].map((r) => plain(r.doc._id))).toEqual([2, 3, 4]);
   });
 
   it('reaps expired documents through TTL indexes', () => {

@@ -1,4 +1,4 @@
-import { BSON, type Document, type DeserializeOptions } from 'bson';
+import { BSON, Binary, type Document, type DeserializeOptions } from 'bson';
 
 /**
  * Decode without promoting anything: Int32, Double, Int64 and Binary stay BSON wrapper
@@ -34,6 +34,56 @@ export function encodeAnySize(doc: Document): Uint8Array {
     if (!isOutOfRange(err)) throw err;
     return Buffer.concat(encodeElements(doc));
   }
+}
+
+/**
+ * `encodeAnySize` into bytes that own their memory, for documents kept for a long time (stored
+ * records, oplog images). js-bson returns small documents as slices of Node's shared 8 KiB
+ * buffer pool: one long-lived slice would keep the whole pool chunk, and whatever else was
+ * allocated from it, alive.
+ */
+export function encodeOwned(doc: Document): Uint8Array {
+  const bytes = encodeAnySize(doc);
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength) return bytes;
+  const own = new Uint8Array(bytes);
+  return Buffer.from(own.buffer, 0, own.byteLength);
+}
+
+/**
+ * `value` without views of a larger buffer, for values kept for a long time outside a stored
+ * record (index keys, oplog document keys, session ids). js-bson decodes a Binary as a view of
+ * its input, so a Binary taken from a decoded command would keep the whole command message (up
+ * to 48 MB) alive; such Binary values are copied, inside documents and arrays too. Returns
+ * `value` itself when nothing needed copying.
+ */
+export function detach<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  const tag = (value as { _bsontype?: string })._bsontype;
+  if (tag === 'Binary') {
+    const bin = value as unknown as Binary;
+    const bytes = bin.buffer;
+    if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bin.position) return value;
+    return new Binary(new Uint8Array(bytes.subarray(0, bin.position)), bin.sub_type) as T;
+  }
+  if (tag !== undefined || value instanceof Date || ArrayBuffer.isView(value)) return value;
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const own = detach(item);
+      if (own !== item) (out ??= value.slice())[i] = own;
+    }
+    return (out ?? value) as T;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  let out: Document | undefined;
+  for (const key of Object.keys(value)) {
+    const item = (value as Document)[key];
+    const own = detach(item);
+    if (own !== item) (out ??= { ...(value as Document) })[key] = own;
+  }
+  return (out ?? value) as T;
 }
 
 /** Node's buffer RangeError (checked by name: it may come from another realm). */

@@ -119,7 +119,7 @@ export function buildEvent(
   event.clusterTime = entry.ts;
   if (spec.showExpandedEvents && entry.uuid && op !== 'dropDatabase')
     event.collectionUUID = entry.uuid;
-  event.wallTime = entry.wall;
+  event.wallTime = new Date(entry.wallMs);
   if (op === 'insert' || op === 'replace') {
     const doc = postImageOf(entry);
     if (doc) event.fullDocument = doc;
@@ -205,7 +205,12 @@ export function buildInvalidate(entry: OplogEntry, tokenData: ResumeTokenData): 
   const data: ResumeTokenData = { ...tokenData, fromInvalidate: true };
   const token = encodeResumeToken(data);
   return {
-    event: { _id: token, operationType: 'invalidate', clusterTime: entry.ts, wallTime: entry.wall },
+    event: {
+      _id: token,
+      operationType: 'invalidate',
+      clusterTime: entry.ts,
+      wallTime: new Date(entry.wallMs),
+    },
     token,
     tokenData: data,
   };

@@ -30,17 +30,17 @@ export type OplogOp =
  * Writers append entries in commit order; the clock gives each a strictly greater `ts`.
  *
  * Contract for writers (storage/commands):
- * - insert: documentKey `{_id}`, fullDocument = the inserted document (the stored object itself,
- *   shared with the collection; stored documents are never mutated in place).
- * - update: documentKey, updateDescription, postImage = encoded post-image, preImage = encoded
- *   pre-image.
- * - replace: documentKey, postImage = encoded new document, preImage.
- * - delete: documentKey, preImage.
+ * - insert: documentKey `{_id}`, postImage = the inserted document's bytes (the stored record's
+ *   own bytes, shared: records are never changed in place).
+ * - update: documentKey, updateDescription, postImage = the new record's bytes, preImage = the
+ *   replaced record's bytes.
+ * - replace: documentKey, postImage = the new record's bytes, preImage.
+ * - delete: documentKey, preImage = the deleted record's bytes.
  *
- * Images of update/replace/delete are kept as BSON bytes (`encode`), not object graphs: the log
- * holds up to a million entries, and a decoded document is dozens of heap objects for the
- * garbage collector to trace. Readers decode them on demand with `preImageOf`/`postImageOf`
- * (each call returns a fresh copy).
+ * Documents are kept as BSON bytes, never as object graphs: the log holds up to a million
+ * entries, and a decoded document is dozens of heap objects for the garbage collector to trace.
+ * The bytes are the collection's own (a write shares them, it does not copy). Readers decode
+ * them on demand with `preImageOf`/`postImageOf` (each call returns a fresh copy).
  * - create: operationDescription `{idIndex?, ...collection options}` (as the `create` event shows).
  * - createIndexes / dropIndexes: operationDescription `{indexes: [spec, ...]}`.
  * - modify: operationDescription `{index: ...}` or the collMod options; stateBeforeChange when known.
@@ -52,16 +52,15 @@ export type OplogOp =
  */
 export interface OplogEntry {
   ts: Timestamp;
-  wall: Date;
+  /** Wall-clock time of the write, in ms since the epoch (a Date object per entry costs 96 B). */
+  wallMs: number;
   op: OplogOp;
   db: string;
   coll?: string;
   /** The collection's UUID at the time of the operation. */
   uuid?: Binary;
   documentKey?: Document;
-  /** insert only: the inserted document. */
-  fullDocument?: Document;
-  /** update/replace: the document after the write, BSON-encoded. */
+  /** insert/update/replace: the document after the write, BSON-encoded. */
   postImage?: Uint8Array;
   /** update/replace/delete: the document before the write, BSON-encoded. */
   preImage?: Uint8Array;
@@ -77,24 +76,20 @@ export interface OplogEntry {
   /** Payload of a noop entry. */
   o?: Document;
   /**
-   * update/replace/delete: the record id of the written document, so a read at an older
+   * insert/update/replace/delete: the record id of the written document, so a read at an older
    * snapshot can put its earlier version back in natural order.
    */
   rid?: number;
 }
 
-export type NewOplogEntry = Omit<OplogEntry, 'ts' | 'wall'>;
+export type NewOplogEntry = Omit<OplogEntry, 'ts' | 'wallMs'>;
 
 /** The document before an update/replace/delete (decoded copy); undefined for other ops. */
 export function preImageOf(entry: OplogEntry): Document | undefined {
   return entry.preImage && decodeExact(entry.preImage);
 }
 
-/**
- * The document after an insert/update/replace; undefined for other ops. An insert's is the
- * stored document itself; an update's or replace's is a decoded copy.
- */
+/** The document after an insert/update/replace (decoded copy); undefined for other ops. */
 export function postImageOf(entry: OplogEntry): Document | undefined {
-  if (entry.fullDocument) return entry.fullDocument;
   return entry.postImage && decodeExact(entry.postImage);
 }

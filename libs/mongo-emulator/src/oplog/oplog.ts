@@ -40,7 +40,7 @@ export class Oplog {
   ) {}
 
   append(entry: NewOplogEntry): OplogEntry {
-    const full: OplogEntry = { ...entry, ts: this.clock.tick(), wall: new Date() };
+    const full = withTime(entry, this.clock.tick(), Date.now());
     this.entries.push(full);
     this.truncate();
     if (!this.committed || !this.options.holdCommittedSnapshot?.()) this.committed = full.ts;
@@ -196,4 +196,39 @@ export class Oplog {
     if (this.waiters.size === 0) return;
     for (const w of [...this.waiters]) w();
   }
+}
+
+/** Every field of an entry besides op and db (a missing or unknown one fails to compile). */
+const OPTIONAL_FIELDS: Record<Exclude<keyof NewOplogEntry, 'op' | 'db'>, true> = {
+  coll: true,
+  uuid: true,
+  documentKey: true,
+  postImage: true,
+  preImage: true,
+  updateDescription: true,
+  operationDescription: true,
+  stateBeforeChange: true,
+  to: true,
+  lsid: true,
+  txnNumber: true,
+  fromMigrate: true,
+  o: true,
+  rid: true,
+};
+const OPTIONAL_FIELD_NAMES = Object.keys(OPTIONAL_FIELDS) as Array<keyof typeof OPTIONAL_FIELDS>;
+
+/**
+ * The entry as kept in the log: ts and wallMs, then `entry`'s fields (those it has) in one fixed
+ * order. Not `{...entry, ts, wall}`: V8 gives every object spread from a source with
+ * out-of-object properties a hidden class of its own, several hundred bytes per entry that a
+ * million-entry log would pay a million times.
+ */
+function withTime(entry: NewOplogEntry, ts: Timestamp, wallMs: number): OplogEntry {
+  const out: OplogEntry = { ts, wallMs, op: entry.op, db: entry.db };
+  const target = out as unknown as Record<string, unknown>;
+  for (const field of OPTIONAL_FIELD_NAMES) {
+    const value = entry[field];
+    if (value !== undefined) target[field] = value;
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 import { Binary, Double, Long, type Document, type Timestamp } from 'bson';
+import { detach } from '../bson/codec';
 import { CommandError, ErrorCodes } from '../errors';
 import type {
   CommandContext,
@@ -328,7 +329,10 @@ export class NodeCommandExecutor implements CommandExecutor {
       );
     }
     const key = this.node.sessions.touch(lsid as Document);
-    return { key, lsid: lsid as Document, ...(txnNumber !== undefined ? { txnNumber } : {}) };
+    // Oplog entries of retryable writes keep the lsid: use the session's copy, not the decoded
+    // command's (whose UUID is a view of the whole message buffer).
+    const owned = this.node.sessions.ownLsid(key) ?? detach(lsid as Document);
+    return { key, lsid: owned, ...(txnNumber !== undefined ? { txnNumber } : {}) };
   }
 
   /**

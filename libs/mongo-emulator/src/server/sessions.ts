@@ -1,4 +1,5 @@
 import { Binary, Long, type Document } from 'bson';
+import { detach } from '../bson/codec';
 import { CommandError } from '../errors';
 
 /** logicalSessionTimeoutMinutes reported by hello. */
@@ -46,8 +47,17 @@ export class SessionRegistry {
     const key = lsidKey(lsid);
     const state = this.sessions.get(key);
     if (state) state.lastUse = now;
-    else this.sessions.set(key, { lsid, lastUse: now });
+    // The lsid is kept: its UUID must not stay a view of the command's message buffer.
+    else this.sessions.set(key, { lsid: detach(lsid), lastUse: now });
     return key;
+  }
+
+  /**
+   * The session's own copy of its lsid (see touch): writes record it in their oplog entries, so
+   * a session's entries share one small object instead of each pinning its command's buffer.
+   */
+  ownLsid(key: string): Document | undefined {
+    return this.sessions.get(key)?.lsid;
   }
 
   get activeCount(): number {

@@ -62,13 +62,17 @@ function numberForHash(type: number, raw: Buffer): Long {
       return Long.fromBigInt(BigInt(Math.trunc(d)));
     }
     default: {
-      // Decimal128: safeNumberLong rounds through the decimal's long conversion; approximate via
-      // its string form (exact for integral values).
+      // Decimal128: safeNumberLongForHash goes through Decimal128::toLong(), which rounds half
+      // to even (the default rounding mode); approximated via the string form (exact for
+      // integral values and for halves).
       const n = Number(raw.length ? decimalString(raw) : 0);
       if (Number.isNaN(n)) return Long.ZERO;
       if (n >= TWO_63) return Long.MAX_VALUE;
       if (n < -TWO_63) return Long.MIN_VALUE;
-      return Long.fromBigInt(BigInt(Math.trunc(n)));
+      const floor = Math.floor(n);
+      const rest = n - floor;
+      const rounded = rest > 0.5 || (rest === 0.5 && floor % 2 !== 0) ? floor + 1 : floor;
+      return Long.fromBigInt(BigInt(rounded));
     }
   }
 }

@@ -44,6 +44,7 @@ const FORWARD_TO_FIRST_SHARD = new Set([
   'startSession',
   'configureFailPoint',
   'appendOplogNote',
+  'emulatorStats',
 ]);
 
 /** Commands mongos sends to every shard (sessions, write blocking). */

@@ -4,7 +4,8 @@ import type { ConnectionContext } from '../commands/types';
 import { asNumber } from '../server/values';
 import { compileSort } from '../query/sort';
 import { valuesEqual } from '../bson/compare';
-import { cloneDeep } from '../bson/paths';
+import { decodeExact } from '../bson/codec';
+import type { StoredRecord } from '../storage/record';
 import { applyUpdate } from '../query/update';
 import { runPipeline } from '../aggregate/pipeline';
 import { InMemoryPipelineEnv } from '../aggregate/testing/in-memory-env';
@@ -548,11 +549,13 @@ export class ShardedOps {
         for (const idx of source.indexes.slice(1))
           recipient.addIndex(target, { ...idx.spec }, { fromMigrate: true });
       }
-      const moving = [...source.records.values()].filter((rec) =>
-        chunkContains(chunk, shardKeyOf(rec.doc, entry.key)),
-      );
-      for (const rec of moving) {
-        target.insert(cloneDeep(rec.doc), { fromMigrate: true });
+      const moving: Array<{ rec: StoredRecord; doc: Document }> = [];
+      for (const rec of source.records.values()) {
+        const doc = decodeExact(rec.bytes);
+        if (chunkContains(chunk, shardKeyOf(doc, entry.key))) moving.push({ rec, doc });
+      }
+      for (const { rec, doc } of moving) {
+        target.insert(doc, { fromMigrate: true });
         source.delete(rec, { fromMigrate: true });
       }
     }

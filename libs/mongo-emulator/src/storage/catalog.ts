@@ -6,6 +6,8 @@ import { Collection, ID_INDEX_SPEC, newUuid, type WriteOptions } from './collect
 import { Index } from './index';
 import { Bound } from './key-compare';
 import { planQuery } from './planner';
+import { decodeFields } from '../bson/partial';
+import { filterFieldSet } from './query-exec';
 import { compileFilter } from '../query/matcher';
 
 /** A view: a stored aggregation over another namespace of the same database. */
@@ -125,7 +127,10 @@ export class Catalog {
     const c = this.getCollection(db, coll);
     if (!c) return;
     const match = compileFilter(filter);
-    for (const rec of planQuery(c, { filter }).records) if (match(rec.doc)) yield rec.doc;
+    const fields = filterFieldSet(filter);
+    for (const rec of planQuery(c, { filter }).records) {
+      if (fields ? match(decodeFields(rec.bytes, fields)) : match(rec.doc)) yield rec.doc;
+    }
   }
 
   // ---- DDL ---------------------------------------------------------------------------

@@ -1,25 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import BTree from 'sorted-btree';
 import { Binary, ObjectId, type Document, type Long } from 'bson';
-import { bsonSize, decodeExact, encodeAnySize } from '../bson/codec';
+import { decodeExact, detach, encodeOwned } from '../bson/codec';
 import { bsonTypeOf } from '../bson/compare';
 import { CommandError } from '../errors';
 import { compileFilter } from '../query/matcher';
 import type { NewOplogEntry, UpdateDescription } from '../oplog/oplog-entry';
 import type { Catalog } from './catalog';
 import { Index, RID_LOW, type IndexKey } from './index';
+import { StoredRecord } from './record';
 
-/** A stored document. `doc` is never mutated in place: writes swap in a new object. */
-export interface StoredRecord {
-  readonly rid: number;
-  doc: Document;
-  size: number;
-  /**
-   * `doc` BSON-encoded, when a write already produced it (update/replace: the oplog entry's
-   * post-image, shared), so the next update or delete reuses it as its pre-image.
-   */
-  bytes?: Uint8Array;
-}
+export { StoredRecord, docOf } from './record';
 
 /** Options a write carries into the oplog entry (retryable writes, migrations). */
 export interface WriteOptions {
@@ -218,12 +209,14 @@ export class Collection {
     const rid = this.nextRid;
     const keys = this.keysFor(doc);
     this.checkUnique(keys, rid);
+    // The record keeps the document's bytes only (the caller keeps its object); the oplog entry
+    // shares them as the insert's document.
+    const rec = new StoredRecord(rid, encodeOwned(doc));
     this.nextRid++;
-    const rec: StoredRecord = { rid, doc, size: bsonSize(doc) };
     this.records.set(rid, rec);
     for (let i = 0; i < this.indexes.length; i++) this.indexes[i].add(rid, keys[i]);
     this.dataSize += rec.size;
-    this.log({ op: 'insert', documentKey: { _id: doc._id }, fullDocument: doc }, opts);
+    this.log({ op: 'insert', documentKey: { _id: doc._id }, postImage: rec.bytes, rid }, opts, doc);
     if (this.capped) this.evictCapped(opts);
     return rec;
   }
@@ -244,18 +237,18 @@ export class Collection {
     const oldKeys = this.keysFor(before);
     const newKeys = this.keysFor(after);
     this.checkUnique(newKeys, rec.rid, oldKeys);
-    // The post-image is encoded once: it sizes the record, goes into the oplog entry, and stays
-    // on the record as the pre-image of its next update or delete.
-    const postImage = encodeAnySize(after);
-    const preImage = rec.bytes ?? encodeAnySize(before);
-    const size = postImage.length;
+    // The post-image is encoded once: it is the new record's bytes and the oplog entry's
+    // post-image, and becomes the pre-image of the record's next update or delete. The old
+    // record's bytes are this entry's pre-image (shared, not copied).
+    const postImage = encodeOwned(after);
+    const preImage = rec.bytes;
     for (let i = 0; i < this.indexes.length; i++) {
       if (sameKeys(oldKeys[i], newKeys[i])) continue; // e.g. `_id_` on every update
       this.indexes[i].remove(rec.rid, oldKeys[i]);
       this.indexes[i].add(rec.rid, newKeys[i]);
     }
-    this.dataSize += size - rec.size;
-    const next: StoredRecord = { rid: rec.rid, doc: after, size, bytes: postImage };
+    const next = new StoredRecord(rec.rid, postImage);
+    this.dataSize += next.size - rec.size;
     this.records.set(rec.rid, next);
     const entry: Omit<NewOplogEntry, 'db'> =
       kind === 'update'
@@ -268,21 +261,22 @@ export class Collection {
             rid: rec.rid,
           }
         : { op: 'replace', documentKey: { _id: after._id }, postImage, preImage, rid: rec.rid };
-    this.log(entry, opts);
+    this.log(entry, opts, after);
     return next;
   }
 
   delete(rec: StoredRecord, opts: WriteOptions = {}): void {
     const current = this.records.get(rec.rid);
     if (!current) return;
-    const keys = this.keysFor(current.doc);
+    const doc = current.doc;
+    const keys = this.keysFor(doc);
     for (let i = 0; i < this.indexes.length; i++) this.indexes[i].remove(rec.rid, keys[i]);
     this.records.delete(rec.rid);
     this.dataSize -= current.size;
-    const preImage = current.bytes ?? encodeAnySize(current.doc);
     this.log(
-      { op: 'delete', documentKey: { _id: current.doc._id }, preImage, rid: current.rid },
+      { op: 'delete', documentKey: { _id: doc._id }, preImage: current.bytes, rid: current.rid },
       opts,
+      doc,
     );
   }
 
@@ -314,7 +308,7 @@ export class Collection {
   buildIndex(idx: Index): void {
     const built: Array<[number, IndexKey[]]> = [];
     for (const rec of this.records.values()) {
-      const keys = idx.keysOf(rec.doc);
+      const keys = idx.keysOf(decodeExact(rec.bytes));
       built.push([rec.rid, keys]);
     }
     try {
@@ -341,7 +335,8 @@ export class Collection {
     return Math.max(4096, idx.bytes + idx.tree.size * 8);
   }
 
-  private log(entry: Omit<NewOplogEntry, 'db'>, opts: WriteOptions): void {
+  /** `doc` is the written document (the post-image, or the deleted one) for a shard key. */
+  private log(entry: Omit<NewOplogEntry, 'db'>, opts: WriteOptions, doc?: Document): void {
     // Mutate rather than spread: this runs once per written document on the bulk-load path.
     const full = entry as NewOplogEntry;
     full.db = this.db;
@@ -350,15 +345,18 @@ export class Collection {
     if (opts.lsid) full.lsid = opts.lsid;
     if (opts.txnNumber) full.txnNumber = opts.txnNumber;
     if (opts.fromMigrate) full.fromMigrate = true;
-    if (this.shardKey && full.documentKey) full.documentKey = this.shardDocumentKey(full);
+    if (this.shardKey && full.documentKey) full.documentKey = this.shardDocumentKey(full, doc);
+    // The entry outlives the command: values taken from the decoded command (an `_id`, a `$set`
+    // value) must not be views of its message buffer.
+    if (full.documentKey) full.documentKey = detach(full.documentKey);
+    if (full.updateDescription) full.updateDescription = detach(full.updateDescription);
     this.catalog.node.oplog.append(full);
   }
 
   /** `{<shard key fields>..., _id}` from the written document (missing fields are left out). */
-  private shardDocumentKey(entry: NewOplogEntry): Document {
-    const image = entry.fullDocument ?? entry.postImage ?? entry.preImage;
-    const doc: Document | undefined =
-      image instanceof Uint8Array ? decodeExact(image) : (image as Document | undefined);
+  private shardDocumentKey(entry: NewOplogEntry, written?: Document): Document {
+    const image = entry.postImage ?? entry.preImage;
+    const doc: Document | undefined = written ?? (image && decodeExact(image));
     const key: Document = {};
     for (const field of Object.keys(this.shardKey!)) {
       if (field === '_id') continue;
@@ -413,7 +411,34 @@ function sameKeys(a: IndexKey[], b: IndexKey[]): boolean {
     const x = a[j];
     const y = b[j];
     if (x.length !== y.length) return false;
-    for (let k = 0; k < x.length; k++) if (!Object.is(x[k], y[k])) return false;
+    for (let k = 0; k < x.length; k++) if (!sameKeyValue(x[k], y[k])) return false;
   }
   return true;
+}
+
+/**
+ * The same value of the same BSON type: the same reference or primitive, or two decodings of
+ * one stored value (documents are decoded afresh from their bytes, so an unchanged `_id` of the
+ * old and the new version are different ObjectId/Long objects).
+ */
+function sameKeyValue(x: unknown, y: unknown): boolean {
+  if (Object.is(x, y)) return true;
+  if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+  if (x instanceof Date) return y instanceof Date && Object.is(x.getTime(), y.getTime());
+  const tag = (x as { _bsontype?: string })._bsontype;
+  if (tag === undefined || tag !== (y as { _bsontype?: string })._bsontype) return false;
+  switch (tag) {
+    case 'ObjectId':
+      return (x as ObjectId).equals(y as ObjectId);
+    case 'Long': {
+      const a = x as Long;
+      const b = y as Long;
+      return a.high === b.high && a.low === b.low && a.unsigned === b.unsigned;
+    }
+    case 'Int32':
+    case 'Double':
+      return Object.is((x as { value: number }).value, (y as { value: number }).value);
+    default:
+      return false;
+  }
 }

@@ -1,5 +1,6 @@
 import BTree from 'sorted-btree';
 import type { Document } from 'bson';
+import { detach } from '../bson/codec';
 import { CommandError } from '../errors';
 import { formatDocument } from '../query/format';
 import { compileFilter } from '../query/matcher';
@@ -191,10 +192,16 @@ export class Index {
 
   add(rid: number, keys: IndexKey[]): void {
     for (const k of keys) {
-      // Key tuples come fresh from keysOf, so the record id can be appended in place.
-      k.push(rid);
-      this.tree.set(k, rid);
-      this.bytes += 4 + k.length * 12;
+      // The stored tuple is a new exact-size array (pushing the record id onto `k` would grow
+      // its backing store to ~18 slots). The index holds key values only, never the document:
+      // a Binary value taken from a decoded command or record is copied so it does not keep that
+      // buffer alive.
+      const n = k.length;
+      const stored: IndexKey = new Array(n + 1);
+      for (let i = 0; i < n; i++) stored[i] = detach(k[i]);
+      stored[n] = rid;
+      this.tree.set(stored, rid);
+      this.bytes += 4 + stored.length * 12;
     }
   }
 

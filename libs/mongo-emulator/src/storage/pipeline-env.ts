@@ -81,8 +81,9 @@ export class CatalogPipelineEnv implements PipelineEnv {
     const target = this.catalog.getCollection(db, coll);
     const rec = target?.recordById(existing._id);
     if (!target || !rec) return;
-    const next = { _id: rec.doc._id, ...replacement };
-    if (compareValues(next._id, rec.doc._id) !== 0) {
+    const id: unknown = rec.doc._id;
+    const next = { _id: id, ...replacement };
+    if (compareValues(next._id, id) !== 0) {
       throw new CommandError(
         'ImmutableField',
         "Performing an update on the path '_id' would modify the immutable field '_id'",

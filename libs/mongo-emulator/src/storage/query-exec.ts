@@ -1,7 +1,9 @@
 import type { Document } from 'bson';
+import { decodeFields, FieldSet, filterFields } from '../bson/partial';
 import { compileFilter } from '../query/matcher';
 import { compileSort } from '../query/sort';
-import type { Collection, StoredRecord } from './collection';
+import type { Collection } from './collection';
+import { docOf, rememberDoc, type StoredRecord } from './record';
 import { planQuery, type PlanRequest, type PlanSummary } from './planner';
 
 export interface QueryRequest extends PlanRequest {
@@ -28,7 +30,9 @@ export function executeQuery(coll: Collection, req: QueryRequest): QueryResult {
   const match = filter
     ? compileFilter(filter, { collation: req.collation, variables: req.variables })
     : undefined;
-  let records: Iterable<StoredRecord> = match ? filterRecords(plan.records, match) : plan.records;
+  let records: Iterable<StoredRecord> = match
+    ? filterRecords(plan.records, match, filterFieldSet(filter!))
+    : plan.records;
   if (!plan.sortProvided && req.sort) records = sortRecords(records, req.sort, req.collation);
   if (req.skip || req.limit) records = sliceRecords(records, req.skip ?? 0, req.limit ?? 0);
   return { records, summary: plan.summary };
@@ -39,11 +43,27 @@ export function* queryDocuments(coll: Collection, req: QueryRequest): Generator<
   for (const rec of executeQuery(coll, req).records) yield rec.doc;
 }
 
+/** The top-level fields a filter reads, compiled for partial decoding (undefined: all). */
+export function filterFieldSet(filter: Document): FieldSet | undefined {
+  const fields = filterFields(filter);
+  return fields && new FieldSet(fields);
+}
+
+/**
+ * The records `match` accepts. With `fields`, each record is tested on just those top-level
+ * fields, decoded from its bytes; the consumer decodes a match in full. Without, the whole
+ * decoding stays in the record cache, so the consumer's `rec.doc` does not decode again.
+ */
 function* filterRecords(
   records: Iterable<StoredRecord>,
   match: (doc: Document) => boolean,
+  fields: FieldSet | undefined,
 ): Generator<StoredRecord> {
-  for (const rec of records) if (match(rec.doc)) yield rec;
+  if (fields) {
+    for (const rec of records) if (match(decodeFields(rec.bytes, fields))) yield rec;
+  } else {
+    for (const rec of records) if (match(docOf(rec))) yield rec;
+  }
 }
 
 function* sortRecords(
@@ -52,10 +72,14 @@ function* sortRecords(
   collation?: Document,
 ): Generator<StoredRecord> {
   const cmp = compileSort(sort, { collation });
-  const all = [...records];
+  // Each record is decoded once (not once per comparison).
+  const all = Array.from(records, (rec) => ({ rec, doc: docOf(rec) }));
   // Array.prototype.sort is stable: ties keep the access path's order, as mongod's sort does.
   all.sort((a, b) => cmp(a.doc, b.doc));
-  yield* all;
+  for (const { rec, doc } of all) {
+    rememberDoc(rec, doc);
+    yield rec;
+  }
 }
 
 function* sliceRecords(

@@ -66,8 +66,9 @@ export function documentsAt(oplog: Oplog, coll: Collection, at: Timestamp): Docu
   };
   for (const rec of coll.naturalRecords(1)) {
     while (next < placed.length && (placed[next].rid as number) <= rec.rid) emit(placed[next++]);
-    const t = touched.get(rec.doc._id);
-    if (!t) out.push(rec.doc);
+    const doc = rec.doc;
+    const t = touched.get(doc._id);
+    if (!t) out.push(doc);
     else emit(t); // no-op when already placed; a post-snapshot insert has no earlier version
   }
   while (next < placed.length) emit(placed[next++]);

@@ -4,6 +4,7 @@ import { CommandError } from '../../errors';
 import type { CommandContext, CommandDefinition } from '../types';
 import { lsidKey, LOGICAL_SESSION_TIMEOUT_MINUTES } from '../../server/sessions';
 import { parseFailPointMode } from '../../server/fail-points';
+import { emulatorStats } from '../../server/pause-stats';
 import { optionalArray, optionalDocument, requiredBool, wrongType } from '../../server/values';
 
 /** lsids listed by endSessions / killSessions / refreshSessions. */
@@ -22,6 +23,19 @@ function endSessions(ctx: CommandContext, keys: string[]): void {
 }
 
 export const controlCommands: CommandDefinition[] = [
+  {
+    // Emulator extension (no such command in mongod): memory and main-thread pause figures of
+    // the emulator process, for `npm run bench:memory`.
+    name: 'emulatorStats',
+    access: 'admin',
+    adminOnly: true,
+    run(ctx) {
+      return {
+        ...emulatorStats(ctx.cmd.reset === true, ctx.cmd.heapSpaces === true, ctx.cmd.gc === true),
+        ok: 1,
+      };
+    },
+  },
   {
     name: 'setUserWriteBlockMode',
     access: 'admin',

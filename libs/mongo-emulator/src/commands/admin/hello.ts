@@ -51,7 +51,7 @@ export function lastWrite(node: ReplicaSetNode): Document {
   const newest = node.oplog.newest();
   const ts = newest?.ts ?? node.clock.current();
   const date = newest
-    ? new Date(Math.floor(newest.wall.getTime() / 1000) * 1000)
+    ? new Date(Math.floor(newest.wallMs / 1000) * 1000)
     : new Date(ts.t * 1000);
   // A single voting member: everything applied is majority-committed.
   return {

@@ -144,8 +144,9 @@ export function performUpdate(
     const description = replacement
       ? undefined
       : (applied.description ?? computeUpdateDescription(before, after));
-    const stored = coll.replace(rec, after, replacement ? 'replace' : 'update', description, wopts);
-    outcome.after = stored.doc;
+    coll.replace(rec, after, replacement ? 'replace' : 'update', description, wopts);
+    // The collection keeps bytes only: `after` is this caller's own object.
+    outcome.after = after;
     outcome.nModified++;
   }
   if (outcome.n === 0 && spec.upsert) {
@@ -158,9 +159,9 @@ export function performUpdate(
     });
     checkIdNotDollarPrefixed(doc._id);
     const toInsert = prepareInsert(doc);
-    const stored = coll.insert(toInsert, wopts);
-    outcome.upsertedId = stored.doc._id;
-    outcome.after = stored.doc;
+    coll.insert(toInsert, wopts);
+    outcome.upsertedId = toInsert._id;
+    outcome.after = toInsert;
   }
   return outcome;
 }
