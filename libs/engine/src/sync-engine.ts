@@ -5,6 +5,7 @@ import type {
   StartRequest,
   SyncState,
 } from '@sync/contracts';
+import type { ProgressSnapshot } from './progress/progress-snapshot';
 
 /**
  * What the HTTP layer drives: one sync instance. Every method either succeeds or throws an
@@ -16,6 +17,8 @@ export interface SyncEngine {
   start(request: StartRequest, options?: CommandOptions): Promise<void>;
   /** A snapshot; never throws except NotReady while INITIALIZING. */
   progress(options?: ProgressOptions): Progress;
+  /** The raw, mergeable snapshot `progress` renders (what a coordinator merges). */
+  snapshot?(): ProgressSnapshot;
   pause(options?: CommandOptions): Promise<void>;
   resume(options?: CommandOptions): Promise<void>;
   commit(options?: CommandOptions): Promise<void>;

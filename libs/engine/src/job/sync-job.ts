@@ -24,7 +24,11 @@ import { startJob } from '../operations/start';
 import { systemClock, type Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, PersistedJob } from '../ports/job-store';
-import { renderProgress, snapshotOf as progressSnapshot } from '../progress/progress-snapshot';
+import {
+  renderProgress,
+  snapshotOf as progressSnapshot,
+  type ProgressSnapshot,
+} from '../progress/progress-snapshot';
 import type { SyncEngine } from '../sync-engine';
 import { namespaceDetail } from '../progress/namespace-detail';
 
@@ -130,33 +134,36 @@ export class SyncJob implements SyncEngine {
   }
 
   progress(options?: ProgressOptions): Progress {
-    if (this.fatalInit) throw this.fatalInit;
-    if (this.current === 'INITIALIZING') {
-      throw new ApiError('NotReady', 'The instance is restoring its sync state; retry shortly.');
-    }
-    const progress = renderProgress(
-      progressSnapshot({
-        state: this.current,
-        session: this.current === 'IDLE' ? null : this.session,
-        runner: this.runner,
-        canCommit: this.canCommit(),
-        hasChangeApplication: !!this.options.phases?.changeApplication,
-        syncID: this.syncID,
-        // A per-shard worker knows its coordinator once started (null until then).
-        coordinatorID:
-          this.current !== 'IDLE' && this.session?.job.shard
-            ? this.session.job.shard.coordinatorID
-            : this.options.shardId !== undefined
-              ? null
-              : (this.options.coordinatorID ?? this.syncID),
-        waitingFor: this.waitingFor ?? this.runner?.waitingFor ?? null,
-        redact: this.options.redact ?? ((t) => t),
-      }),
-    );
+    const progress = renderProgress(this.snapshot());
     if (options?.detail === 'namespaces' && this.session && this.current !== 'IDLE') {
       progress.namespaceDetail = namespaceDetail(this.session);
     }
     return progress;
+  }
+
+  /** The raw, mergeable progress of this instance (a coordinator merges several). */
+  snapshot(): ProgressSnapshot {
+    if (this.fatalInit) throw this.fatalInit;
+    if (this.current === 'INITIALIZING') {
+      throw new ApiError('NotReady', 'The instance is restoring its sync state; retry shortly.');
+    }
+    return progressSnapshot({
+      state: this.current,
+      session: this.current === 'IDLE' ? null : this.session,
+      runner: this.runner,
+      canCommit: this.canCommit(),
+      hasChangeApplication: !!this.options.phases?.changeApplication,
+      syncID: this.syncID,
+      // A per-shard worker knows its coordinator once started (null until then).
+      coordinatorID:
+        this.current !== 'IDLE' && this.session?.job.shard
+          ? this.session.job.shard.coordinatorID
+          : this.options.shardId !== undefined
+            ? null
+            : (this.options.coordinatorID ?? this.syncID),
+      waitingFor: this.waitingFor ?? this.runner?.waitingFor ?? null,
+      redact: this.options.redact ?? ((t) => t),
+    });
   }
 
   async pause(options?: CommandOptions): Promise<void> {
