@@ -133,6 +133,39 @@ describe('sharded topology: change streams and write blocking through mongos', (
     await plain.close();
   });
 
+  it('a sharded collection spread over every shard is dropped with ONE drop event', async () => {
+    // Empty and hashed: presplit over all three shards.
+    await client.db('dd').collection('u').insertOne({ _id: 0 });
+    await client.db('admin').command({ shardCollection: 'dd.t', key: { _id: 'hashed' } });
+    await client
+      .db('dd')
+      .collection<{ _id: number }>('t')
+      .insertMany(Array.from({ length: 30 }, (_, i) => ({ _id: i + 1 })));
+    const holders = await Promise.all(
+      cluster.shards.map(async (shard) => {
+        const direct = await new MongoClient(shard.uri).connect();
+        try {
+          return await direct.db('dd').collection('t').countDocuments();
+        } finally {
+          await direct.close();
+        }
+      }),
+    );
+    expect(holders.every((n) => n > 0)).toBe(true);
+    const stream = client.watch([], { maxAwaitTimeMS: 50 });
+    await stream.tryNext();
+    await client.db('dd').collection('t').drop();
+    await client.db('dd').dropDatabase();
+    const seen = (await next(stream, 3)).map((e) =>
+      e.operationType === 'drop' ? `drop ${(e.ns as { coll: string }).coll}` : e.operationType,
+    );
+    expect(seen.filter((t) => t === 'drop t')).toHaveLength(1);
+    expect(seen.filter((t) => t === 'dropDatabase')).toHaveLength(1);
+    expect(seen).toEqual(['drop t', 'drop u', 'dropDatabase']);
+    expect(await stream.tryNext()).toBeNull();
+    await stream.close();
+  });
+
   it('setUserWriteBlockMode through mongos blocks writes on every shard', async () => {
     await client.db('admin').command({ setUserWriteBlockMode: 1, global: true });
     try {

@@ -640,7 +640,15 @@ export class MongosRouter implements CommandExecutor {
     const sharded = [...this.metadata.collections.keys()].some((ns) => ns.startsWith(`${db}.`));
     let reply: Document;
     if (sharded) {
-      reply = await this.broadcast(body, conn);
+      // The primary shard drops as the user asked; the others drop as participants with
+      // fromMigrate, so a change stream through mongos reports the drops once (MongoDB 6.0+).
+      const primary = entry ? this.metadata.shard(entry.primary) : this.shards[0]!;
+      reply = await this.forward(primary, body, conn);
+      if (asNumber(reply.ok) !== 0) {
+        for (const other of this.shards) {
+          if (other !== primary) other.rs.node.catalog.dropDatabase(db, { fromMigrate: true });
+        }
+      }
     } else {
       reply = await this.forward(
         entry ? this.metadata.shard(entry.primary) : this.shards[0],
@@ -658,8 +666,12 @@ export class MongosRouter implements CommandExecutor {
     let reply: Document;
     if (this.metadata.collections.has(ns)) {
       reply = await this.forward(shard, body, conn);
-      for (const other of this.shards) {
-        if (other !== shard) await other.executor.execute(body, conn);
+      // Participants drop with fromMigrate: mongos reports one drop event (MongoDB 6.0+).
+      if (asNumber(reply.ok) !== 0) {
+        for (const other of this.shards) {
+          if (other !== shard)
+            other.rs.node.catalog.dropNamespace(db, String(body.drop), { fromMigrate: true });
+        }
       }
     } else {
       reply = await this.forward(shard, body, conn);
