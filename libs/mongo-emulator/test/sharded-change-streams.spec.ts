@@ -135,7 +135,7 @@ describe('sharded topology: change streams and write blocking through mongos', (
 
   it('a sharded collection spread over every shard is dropped with ONE drop event', async () => {
     // Empty and hashed: presplit over all three shards.
-    await client.db('dd').collection('u').insertOne({ _id: 0 });
+    await client.db('dd').collection<{ _id: number }>('u').insertOne({ _id: 0 });
     await client.db('admin').command({ shardCollection: 'dd.t', key: { _id: 'hashed' } });
     await client
       .db('dd')
