@@ -1,7 +1,7 @@
 /** @type {import('jest').Config} */
 const moduleNameMapper = {
-  '^@sync/(contracts|engine|mongo|mongo-emulator)$': '<rootDir>/libs/$1/src',
-  '^@sync/(contracts|engine|mongo|mongo-emulator)/(.*)$': '<rootDir>/libs/$1/src/$2',
+  '^@sync/(contracts|engine|mongo|mongo-emulator|service)$': '<rootDir>/libs/$1/src',
+  '^@sync/(contracts|engine|mongo|mongo-emulator|service)/(.*)$': '<rootDir>/libs/$1/src/$2',
 };
 const transform = { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }] };
 module.exports = {

@@ -1,22 +1,51 @@
-import type { DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { UNSHARDED_WORKER_ID } from '@sync/contracts';
 import { createSyncEngine } from '@sync/mongo';
-import type { WorkerConfig } from './config/worker-options.dto';
-import type { JsonLogger } from './logging/json-logger';
-import { SyncApiModule } from './sync-api.module';
+import { SyncApiModule, type JsonLogger, type ServiceConfig } from '@sync/service';
+import { CoordinatedEngine } from './control/coordinated-engine';
+import { WorkerAgent } from './control/worker-agent';
+import { WORKER_AGENT, WorkerAgentLifecycle } from './control/worker-agent.lifecycle';
 
-/** Composition root of the worker: the HTTP API driving the MongoDB-backed engine. */
+/**
+ * Composition root of the worker: the HTTP API driving the MongoDB-backed engine. With
+ * `--redis` the worker joins a coordinator: commands arrive on its queue, its own API refuses
+ * them (CommandsThroughCoordinator) and serves progress.
+ */
+@Module({})
 export class WorkerModule {
   static forRoot(
-    config: WorkerConfig,
+    config: ServiceConfig,
     logger: JsonLogger,
     onFatal: (error: unknown) => void,
+    url: Promise<string>,
   ): DynamicModule {
-    return SyncApiModule.register({
+    const agent = config.redis
+      ? new WorkerAgent({
+          redisUrl: config.redis,
+          workerId: config.id ?? UNSHARDED_WORKER_ID,
+          shardId: config.id ?? null,
+          logger,
+        })
+      : null;
+    void url.then((listening) => agent?.setUrl(listening));
+    const api = SyncApiModule.register({
       clusters: config.clusters,
       ...(config.id ? { id: config.id } : {}),
       logger,
-      engineFactory: createSyncEngine,
+      engineFactory: async (options) => {
+        const engine = await createSyncEngine(options);
+        if (!agent) return engine;
+        agent.attach(engine);
+        return new CoordinatedEngine(engine);
+      },
       onFatal,
     });
+    if (!agent) return { module: WorkerModule, imports: [api] };
+    return {
+      module: WorkerModule,
+      imports: [api, ScheduleModule.forRoot()],
+      providers: [{ provide: WORKER_AGENT, useValue: agent }, WorkerAgentLifecycle],
+    };
   }
 }

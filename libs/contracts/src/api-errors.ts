@@ -86,7 +86,12 @@ export const API_ERRORS = {
   SyncRequestMismatch: {
     httpStatus: 409,
     description:
-      'Every worker of a per-shard sync must get the identical start request; this one differs from the coordinator\'s.',
+      "Every worker of a per-shard sync must get the identical start request; this one differs from the coordinator's.",
+  },
+  ChunkMigrationInProgress: {
+    httpStatus: 409,
+    description:
+      'The source chunk map changed while a per-shard sync was being planned (a migration in flight); nothing was started — retry once it is done.',
   },
   DuplicateShardWorker: {
     httpStatus: 409,
@@ -132,11 +137,58 @@ export const API_ERRORS = {
       'The source no longer holds the change history the sync needs (oplog rolled over); restart the sync from the beginning.',
   },
   InternalError: { httpStatus: 500, description: 'An unexpected internal error occurred.' },
+  VerificationFailed: {
+    httpStatus: 500,
+    description:
+      "The commit's verification found the destination different from the source (progress.commitFailure lists namespaces and sample _ids); the sync stays COMMITTING and the destination closed to writes. Fix the difference and call commit again.",
+  },
   // Appended by the engine owner (copy phase).
   DestinationNotEmpty: {
     httpStatus: 409,
     description:
       'The destination already holds collections or views in the namespaces selected for sync; drop them or change the filter.',
+  },
+
+  // The coordinator and the workers it drives over Redis (apps/coordinator).
+  CommandsThroughCoordinator: {
+    httpStatus: 409,
+    description:
+      "This worker is driven by a coordinator (--redis): send state-changing commands to the coordinator's API; the worker's own API serves progress.",
+  },
+  RedisUnavailable: {
+    httpStatus: 503,
+    description:
+      'The coordinator cannot reach Redis, its control plane; the workers keep syncing. Retry once Redis is back.',
+  },
+  NotLeader: {
+    httpStatus: 503,
+    description:
+      'This coordinator replica does not lead and could not forward the command; the description names the leader, if any. Retrying is safe.',
+  },
+  NoWorkersRegistered: {
+    httpStatus: 409,
+    description:
+      'No worker has joined the coordinator (workers join with --redis); nothing was sent.',
+  },
+  WorkersMissing: {
+    httpStatus: 409,
+    description:
+      'The registered workers do not cover every source shard (one worker per shard, or one worker without --id); the description names what is missing; nothing was sent.',
+  },
+  WorkersRejected: {
+    httpStatus: 409,
+    description:
+      'Workers answered the command differently; the description gives each worker its outcome.',
+  },
+  CommandPending: {
+    httpStatus: 503,
+    description:
+      'Not every worker took the command before the deadline; it stays queued for those named. Retrying with the same X-Command-Id is safe and applies it once.',
+  },
+  StaleEpoch: {
+    httpStatus: 409,
+    description:
+      'The command came from a coordinator replica that has lost leadership (an older fencing epoch than the worker has seen); it was not applied.',
   },
 } as const satisfies Record<string, { httpStatus: number; description: string }>;
 

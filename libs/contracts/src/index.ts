@@ -22,3 +22,5 @@ export * from './validation/validate-start-request';
 export * from './validation/validate-empty-request';
 export * from './connection-string';
 export * from './command-id';
+export * from './redis-url';
+export * from './control-plane';

@@ -20,7 +20,11 @@ export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
  * PAUSED has no lag.
  */
 export function applyProgressRules(progress: Progress): Progress {
-  if (progress.state === 'IDLE') return { ...IDLE_PROGRESS };
+  if (progress.state === 'IDLE') {
+    // Extra detail (a coordinator's `instances`) is not a seed field and stays.
+    const extras = Object.entries(progress).filter(([key]) => !(key in IDLE_PROGRESS));
+    return { ...IDLE_PROGRESS, ...Object.fromEntries(extras) };
+  }
   if (progress.state === 'PAUSED') return { ...progress, lagTimeSeconds: null };
   return progress;
 }

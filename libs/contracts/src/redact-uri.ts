@@ -3,6 +3,8 @@
  * text (SPEC.md §6). These helpers are deliberately conservative: when in doubt they hide more.
  */
 
+import { REDIS_URL_IN_TEXT, redactRedisUrl } from './redis-url';
+
 const SCHEME = /^(mongodb(?:\+srv)?:\/\/)([\s\S]*)$/i;
 /** Options whose values are secrets (TLS key passwords, AWS session tokens, proxy login). */
 const SENSITIVE_OPTION = /password|secret|token|authmechanismproperties|proxyusername/i;
@@ -25,9 +27,11 @@ export function redactUri(uri: string): string {
   return `${scheme}${credentials}${redactOptions(at >= 0 ? tail.slice(at + 1) : tail)}`;
 }
 
-/** Redacts every mongodb:// or mongodb+srv:// connection string found inside free text. */
+/** Redacts every mongodb://, mongodb+srv://, redis:// or rediss:// URL found inside free text. */
 export function redactSecrets(text: string): string {
-  return text.replace(URI_IN_TEXT, (uri) => redactUri(uri));
+  return text
+    .replace(URI_IN_TEXT, (uri) => redactUri(uri))
+    .replace(REDIS_URL_IN_TEXT, (url) => redactRedisUrl(url));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { DEFAULT_HOST, DEFAULT_PORT } from './worker-options.dto';
+import { DEFAULT_HOST, DEFAULT_PORT } from '@sync/service';
 
 export const WORKER_USAGE = `Usage: worker --cluster0 <uri> --cluster1 <uri> [options]
 
@@ -8,10 +8,13 @@ Options:
   --cluster0 <uri>     connection string of the cluster named "cluster0" (mongodb:// or mongodb+srv://)
   --cluster1 <uri>     connection string of the cluster named "cluster1"
   --config <file>      YAML file with any of the keys below (cluster0, cluster1, port, host, id,
-                       logPath, verbosity); command-line flags override it
+                       logPath, verbosity, redis); command-line flags override it
   --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
   --host <addr>        API address (default ${DEFAULT_HOST}; the API has no authentication)
   --id <shardId>       id of this instance when one runs per source shard
+  --redis <url>        join a coordinator (redis:// or rediss://): commands arrive through its
+                       queue, this API serves progress; without --id the worker joins as the
+                       single worker of the sync (id "worker")
   --logPath <file>     also append JSON log lines to this file
   --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC
   --help               print this help

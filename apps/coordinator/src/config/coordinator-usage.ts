@@ -1,0 +1,28 @@
+import { DEFAULT_HOST, DEFAULT_PORT } from '@sync/service';
+
+export const COORDINATOR_USAGE = `Usage: coordinator --cluster0 <uri> --cluster1 <uri> --redis <url> [options]
+
+Serves one /api/v1 for all workers of a sync (workers join with --redis): commands go to every
+worker through BullMQ, progress is merged. Run several replicas for availability: one leads
+(a Redis lease plus a fencing epoch on cluster1), the others forward commands to it.
+
+Options:
+  --cluster0 <uri>     connection string of the cluster named "cluster0" (as the workers')
+  --cluster1 <uri>     connection string of the cluster named "cluster1"
+  --redis <url>        the control plane's Redis (redis:// or rediss://), required
+  --config <file>      YAML file with any of the keys below (cluster0, cluster1, redis, port, host,
+                       id, logPath, verbosity); command-line flags override it
+  --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
+  --host <addr>        API address (default ${DEFAULT_HOST}; the API has no authentication)
+  --id <name>          name of this replica (default "coordinator"); shown as syncID
+  --logPath <file>     also append JSON log lines to this file
+  --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC
+  --help               print this help
+
+Environment (milliseconds): CLUSTER_SYNC_LEASE_TTL_MS (leader lease, default 10000),
+CLUSTER_SYNC_COMMAND_TIMEOUT_MS (how long a command waits for every worker, default 60000),
+CLUSTER_SYNC_WORKER_STALE_MS (a worker is shown missing after this silence, default 5000).
+
+Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a fatal error, 2 on invalid options
+or an unreachable Redis at launch.
+`;

@@ -1,0 +1,115 @@
+import {
+  ApiError,
+  type CommandOptions,
+  type Progress,
+  type StartRequest,
+  type SyncOperation,
+  type SyncState,
+} from '@sync/contracts';
+import type { SyncEngine } from '@sync/engine';
+import type { JsonLogger } from '@sync/service';
+import { randomUUID } from 'node:crypto';
+import { summarizeOutcomes } from './broadcast/command-outcomes';
+import type { CommandBroadcaster } from './broadcast/command-broadcaster';
+import { targetWorkers } from './broadcast/worker-set';
+import type { ClusterClients } from './clusters/cluster-clients';
+import type { Leadership } from './leadership/leadership';
+import type { ProgressBoard } from './progress/progress-board';
+
+export interface CoordinatorEngineOptions {
+  id: string;
+  leadership: Leadership;
+  board: ProgressBoard;
+  broadcaster: CommandBroadcaster;
+  clusters: ClusterClients;
+  commandTimeoutMs: number;
+  logger: JsonLogger;
+}
+
+/**
+ * The coordinator behind the same `/api/v1` controller a worker has: a command becomes one
+ * broadcast to every worker of the sync, progress is the merge of their reports. Commands reach
+ * this object only on the leader (followers forward them before the controller).
+ */
+export class CoordinatorEngine implements SyncEngine {
+  constructor(private readonly options: CoordinatorEngineOptions) {}
+
+  get state(): SyncState {
+    return this.options.board.state();
+  }
+
+  progress(): Progress {
+    return this.options.board.progress();
+  }
+
+  start(request: StartRequest, options?: CommandOptions): Promise<void> {
+    return this.command('start', options, request);
+  }
+  pause(options?: CommandOptions): Promise<void> {
+    return this.command('pause', options);
+  }
+  resume(options?: CommandOptions): Promise<void> {
+    return this.command('resume', options);
+  }
+  commit(options?: CommandOptions): Promise<void> {
+    return this.command('commit', options);
+  }
+  reverse(options?: CommandOptions): Promise<void> {
+    return this.command('reverse', options);
+  }
+
+  async close(): Promise<void> {
+    await this.options.broadcaster.close();
+    await this.options.clusters.close();
+  }
+
+  private async command(
+    operation: SyncOperation,
+    options: CommandOptions | undefined,
+    request?: StartRequest,
+  ): Promise<void> {
+    const epoch = this.options.leadership.epoch();
+    if (epoch === null) {
+      const leader = this.options.leadership.leader();
+      throw new ApiError(
+        'NotLeader',
+        leader && leader.id !== this.options.id
+          ? `${leader.id} leads the coordinator replicas (${leader.url}); send ${operation} there or retry.`
+          : 'No coordinator replica leads right now (an election or a Redis outage); retry shortly.',
+      );
+    }
+    const roster = await this.options.board.refresh();
+    const source = request?.source ?? sourceOf(roster.reports);
+    const shards = source === undefined ? undefined : await this.options.clusters.shardIds(source);
+    const workers = targetWorkers(roster.registrations, shards);
+    const commandId = options?.commandId ?? `auto-${randomUUID()}`;
+    this.options.logger.info('broadcasting a command', { operation, commandId, epoch, workers });
+    let outcomes;
+    try {
+      outcomes = await this.options.broadcaster.broadcast(
+        { operation, ...(request ? { request } : {}), commandId, epoch, issuedBy: this.options.id },
+        workers,
+        this.options.commandTimeoutMs,
+      );
+    } catch (error) {
+      this.options.logger.warn('the command could not be queued', { operation, error });
+      throw new ApiError(
+        'RedisUnavailable',
+        `${operation} could not be sent: Redis is unreachable; the workers keep syncing. Retry once it is back (with the same X-Command-Id it applies once).`,
+      );
+    }
+    const failure = summarizeOutcomes(operation, outcomes);
+    // Progress read right after the answer shows the command's effect (workers report first).
+    await this.options.board.refresh().catch(() => undefined);
+    if (failure) throw failure;
+  }
+}
+
+/** The source cluster's name of a running sync, from a worker's directionMapping. */
+function sourceOf(reports: ReadonlyMap<string, { progress: Progress | null }>): string | undefined {
+  for (const report of reports.values()) {
+    const mapping = report.progress?.directionMapping?.Source;
+    if (mapping) return mapping.split(':')[0];
+  }
+  return undefined;
+}

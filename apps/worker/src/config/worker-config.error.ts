@@ -1,9 +1,0 @@
-/** Bad launch options: main prints `message` as one stderr line and exits with this code. */
-export class WorkerConfigError extends Error {
-  static readonly EXIT_CODE = 2;
-
-  constructor(message: string) {
-    super(message);
-    this.name = 'WorkerConfigError';
-  }
-}

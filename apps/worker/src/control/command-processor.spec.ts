@@ -1,0 +1,58 @@
+import { ApiError, type CommandJobData } from '@sync/contracts';
+import type { SyncEngine } from '@sync/engine';
+import { CommandProcessor } from './command-processor';
+
+function engine(): SyncEngine & { calls: string[] } {
+  const calls: string[] = [];
+  const seen = new Set<string>();
+  const command = (name: string) => async (options?: { commandId?: string }) => {
+    if (options?.commandId && seen.has(options.commandId)) return;
+    if (options?.commandId) seen.add(options.commandId);
+    if (name === 'resume') throw new ApiError('InvalidState', 'resume needs PAUSED');
+    if (name === 'commit') throw new ApiError('NotReady');
+    calls.push(name);
+  };
+  return {
+    calls,
+    state: 'RUNNING',
+    progress: () => ({}) as never,
+    start: (_request, options) => command('start')(options),
+    pause: command('pause'),
+    resume: command('resume'),
+    commit: command('commit'),
+    reverse: command('reverse'),
+    close: async () => undefined,
+  };
+}
+
+const job = (operation: CommandJobData['operation'], epoch: number, commandId = `c-${operation}`) =>
+  ({ operation, epoch, commandId, issuedBy: 'coord' }) as CommandJobData;
+
+describe('CommandProcessor', () => {
+  it('applies a command once per command id (a re-delivered job answers ok again)', async () => {
+    const e = engine();
+    const processor = new CommandProcessor(() => e);
+    await expect(processor.process(job('pause', 1))).resolves.toEqual({ ok: true });
+    await expect(processor.process(job('pause', 1))).resolves.toEqual({ ok: true });
+    expect(e.calls).toEqual(['pause']);
+  });
+
+  it('refuses commands from an older epoch than any it has taken', async () => {
+    const e = engine();
+    const processor = new CommandProcessor(() => e);
+    await processor.process(job('pause', 3, 'p3'));
+    const stale = await processor.process(job('pause', 2, 'p2'));
+    expect(stale).toMatchObject({ ok: false, error: 'StaleEpoch' });
+    expect(processor.highestEpoch).toBe(3);
+    expect(e.calls).toEqual(['pause']);
+  });
+
+  it('returns refusals as results and throws transient errors for a retry', async () => {
+    const processor = new CommandProcessor(() => engine());
+    await expect(processor.process(job('resume', 1))).resolves.toMatchObject({
+      ok: false,
+      error: 'InvalidState',
+    });
+    await expect(processor.process(job('commit', 1))).rejects.toThrow(ApiError);
+  });
+});

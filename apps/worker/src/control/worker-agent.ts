@@ -1,0 +1,133 @@
+import {
+  ApiError,
+  CONTROL_KEYS,
+  CONTROL_PREFIX,
+  commandQueueName,
+  type CommandJobData,
+  type CommandJobResult,
+  type WorkerRegistration,
+  type WorkerReport,
+} from '@sync/contracts';
+import type { SyncEngine } from '@sync/engine';
+import {
+  createRedis,
+  describeRedisError,
+  redisOptions,
+  watchOutages,
+  type JsonLogger,
+} from '@sync/service';
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { CommandProcessor } from './command-processor';
+
+export interface WorkerAgentOptions {
+  redisUrl: string;
+  /** --id, or UNSHARDED_WORKER_ID for a worker without one. */
+  workerId: string;
+  shardId: string | null;
+  logger: JsonLogger;
+}
+
+/**
+ * A worker's membership of a coordinated sync: it registers in Redis, publishes a report
+ * (progress snapshot + timestamp) every heartbeat, and consumes its own command queue. None of
+ * this is on the data path: the engine syncs whether Redis is up or not, and the agent picks up
+ * again (re-registers, resumes consuming) when Redis comes back.
+ */
+export class WorkerAgent {
+  private engine: SyncEngine | null = null;
+  private readonly redis: Redis;
+  private consumer: Worker<CommandJobData, CommandJobResult> | null = null;
+  private readonly processor = new CommandProcessor(() => {
+    if (!this.engine) throw new ApiError('NotReady');
+    return this.engine;
+  });
+  private url: string | null = null;
+  private readonly registeredAt = Date.now();
+  private closed = false;
+
+  constructor(private readonly options: WorkerAgentOptions) {
+    this.redis = createRedis(options.redisUrl, 'command', (message) =>
+      options.logger.warn(`${message}; the sync goes on, commands wait`),
+    );
+    this.redis.on('ready', () => options.logger.info('joined the coordinator through Redis'));
+  }
+
+  /** The engine exists: start taking commands (never before, so none is taken too early). */
+  attach(engine: SyncEngine): void {
+    this.engine = engine;
+    if (this.closed || this.consumer) return;
+    const consumer = new Worker<CommandJobData, CommandJobResult>(
+      commandQueueName(this.options.workerId),
+      (job: Job<CommandJobData, CommandJobResult>) => this.take(job),
+      {
+        connection: redisOptions(this.options.redisUrl, 'blocking'),
+        prefix: CONTROL_PREFIX,
+        concurrency: 1,
+        autorun: true,
+      },
+    );
+    watchOutages(consumer, this.options.redisUrl, () => undefined);
+    this.consumer = consumer;
+  }
+
+  setUrl(url: string): void {
+    this.url = url;
+  }
+
+  /** Register (idempotent: Redis may have restarted empty) and publish this worker's report. */
+  async heartbeat(): Promise<void> {
+    if (this.closed || this.redis.status !== 'ready') return;
+    const registration: WorkerRegistration = {
+      id: this.options.workerId,
+      shardId: this.options.shardId,
+      queue: commandQueueName(this.options.workerId),
+      url: this.url,
+      registeredAt: this.registeredAt,
+    };
+    try {
+      await this.redis
+        .multi()
+        .hset(CONTROL_KEYS.workers, this.options.workerId, JSON.stringify(registration))
+        .set(CONTROL_KEYS.report(this.options.workerId), JSON.stringify(this.report()))
+        .exec();
+    } catch (error) {
+      this.options.logger.debug('heartbeat not published', { error: describeRedisError(error) });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.consumer?.close().catch(() => undefined);
+    this.redis.disconnect();
+  }
+
+  private async take(job: Job<CommandJobData, CommandJobResult>): Promise<CommandJobResult> {
+    const { operation, commandId, epoch, issuedBy } = job.data;
+    this.options.logger.info('command received', { operation, commandId, epoch, issuedBy });
+    const result = await this.processor.process(job.data);
+    if (!result.ok) this.options.logger.warn('command refused', { operation, ...result });
+    await this.heartbeat(); // published before the job completes: the coordinator's next read shows it
+    return result;
+  }
+
+  private report(): WorkerReport {
+    const base = { id: this.options.workerId, at: Date.now() };
+    const highestEpoch = this.processor.highestEpoch;
+    try {
+      if (!this.engine) throw new ApiError('NotReady');
+      const progress = this.engine.progress();
+      const snapshot = this.engine.snapshot?.() ?? null;
+      return { ...base, snapshot, progress, error: null, highestEpoch };
+    } catch (error) {
+      const named = error instanceof ApiError ? error : new ApiError('InternalError');
+      return {
+        ...base,
+        snapshot: null,
+        progress: null,
+        error: { error: named.error, errorDescription: named.message },
+        highestEpoch,
+      };
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { LaunchConfigError } from '../config/launch-config.error';
+import { loadServiceConfig } from '../config/load-service-config';
+import { parseLaunchArgs } from '../config/parse-launch-args';
+import type { ServiceConfig } from '../config/service-options.dto';
+
+export type LaunchConfig = { config: ServiceConfig } | { exitCode: number };
+
+/** What differs between the programs sharing these options (worker, coordinator). */
+export interface LaunchProgram {
+  /** Prefix of the one error line, e.g. "worker". */
+  name: string;
+  usage: string;
+  requireRedis?: boolean;
+}
+
+/**
+ * argv → config, or the exit code after printing help (0) or exactly one error line (2).
+ * Nothing here ever prints an option's value, so no connection string reaches the terminal.
+ */
+export function readLaunchConfig(
+  argv: readonly string[],
+  out: { stdout: (text: string) => void; stderr: (text: string) => void },
+  program: LaunchProgram,
+): LaunchConfig {
+  try {
+    const parsed = parseLaunchArgs(argv);
+    if (parsed.help) {
+      out.stdout(program.usage);
+      return { exitCode: 0 };
+    }
+    return {
+      config: loadServiceConfig(parsed.flags, (path) => readFileSync(path, 'utf8'), {
+        requireRedis: program.requireRedis === true,
+      }),
+    };
+  } catch (error) {
+    if (!(error instanceof LaunchConfigError)) throw error;
+    out.stderr(`${program.name}: ${error.message} (see --help)\n`);
+    return { exitCode: LaunchConfigError.EXIT_CODE };
+  }
+}

@@ -1,0 +1,97 @@
+import { redactSecrets } from '@sync/contracts';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { parse as parseYaml } from 'yaml';
+import type { ValueFlag } from './parse-launch-args';
+import { LaunchConfigError } from './launch-config.error';
+import { ServiceOptionsDto, type ServiceConfig } from './service-options.dto';
+
+const CONFIG_KEYS = [
+  'cluster0',
+  'cluster1',
+  'port',
+  'host',
+  'id',
+  'logPath',
+  'verbosity',
+  'redis',
+] as const;
+
+/** File access is injected so the whole load is testable without a disk. */
+export type ReadTextFile = (path: string) => string;
+
+/**
+ * Flags (already parsed) + optional YAML → a validated `ServiceConfig`, or a `LaunchConfigError`
+ * whose message is the single line main prints before exiting with code 2.
+ */
+export function loadServiceConfig(
+  flags: Partial<Record<ValueFlag, string>>,
+  readFile: ReadTextFile,
+  rules: { requireRedis?: boolean } = {},
+): ServiceConfig {
+  const { config: configPath, ...cliOptions } = flags;
+  const fromFile = configPath === undefined ? {} : readYamlConfig(configPath, readFile);
+  const merged: Record<string, unknown> = { ...fromFile, ...cliOptions };
+  const options = plainToInstance(ServiceOptionsDto, normalize(merged));
+  const errors = validateSync(options, { stopAtFirstError: true, forbidUnknownValues: true });
+  if (errors.length > 0) {
+    const first = errors[0];
+    const message = Object.values(first.constraints ?? {})[0] ?? 'is invalid';
+    throw new LaunchConfigError(`--${first.property} ${message}`);
+  }
+  if (rules.requireRedis && options.redis === undefined) {
+    throw new LaunchConfigError('--redis is required: a redis:// or rediss:// URL');
+  }
+  return {
+    clusters: { cluster0: options.cluster0, cluster1: options.cluster1 },
+    port: options.port,
+    host: options.host,
+    verbosity: options.verbosity,
+    ...(options.id === undefined ? {} : { id: options.id }),
+    ...(options.logPath === undefined ? {} : { logPath: options.logPath }),
+    ...(options.redis === undefined ? {} : { redis: options.redis }),
+  };
+}
+
+function readYamlConfig(path: string, readFile: ReadTextFile): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'read error';
+    throw new LaunchConfigError(`cannot read --config file ${path} (${code})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    // The YAML message may quote a line of the file, which may hold a connection string.
+    const firstLine = redactSecrets(String((error as Error).message).split('\n')[0]);
+    throw new LaunchConfigError(`--config file ${path} is not valid YAML: ${firstLine}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new LaunchConfigError(
+      `--config file ${path} must be a YAML mapping of option names to values`,
+    );
+  }
+  const unknown = Object.keys(parsed).filter(
+    (key) => !(CONFIG_KEYS as readonly string[]).includes(key),
+  );
+  if (unknown.length > 0) {
+    throw new LaunchConfigError(
+      `--config file ${path} has unknown key ${unknown[0].slice(0, 40)} (allowed: ${CONFIG_KEYS.join(', ')})`,
+    );
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Flags are strings: convert only what is unambiguous, so "8o80" stays a string and fails. */
+function normalize(options: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...options };
+  if (typeof out.port === 'string' && /^\d+$/.test(out.port)) out.port = Number(out.port);
+  if (typeof out.verbosity === 'string') out.verbosity = out.verbosity.toUpperCase();
+  for (const key of Object.keys(out))
+    if (out[key] === undefined || out[key] === null) delete out[key];
+  return out;
+}

@@ -1,0 +1,99 @@
+import { connectionStringProblem, redisUrlProblem } from '@sync/contracts';
+import {
+  IsDefined,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateBy,
+  ValidateIf,
+} from 'class-validator';
+import { LOG_LEVELS, type LogLevel } from '../logging/log-levels';
+
+/** Default API port, as mongosync (27182). */
+export const DEFAULT_PORT = 27182;
+/** The API has no authentication (SPEC.md §6), so it listens on loopback unless told otherwise. */
+export const DEFAULT_HOST = '127.0.0.1';
+
+const HOST =
+  /^(localhost|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$/;
+
+function IsConnectionString() {
+  return ValidateBy({
+    name: 'isConnectionString',
+    validator: {
+      validate: (value) => typeof value === 'string' && connectionStringProblem(value) === null,
+      // Never echo the value: it may hold a password.
+      defaultMessage: (args) =>
+        `is not a valid connection string: ${typeof args?.value === 'string' ? connectionStringProblem(args.value) : 'must be a string'}`,
+    },
+  });
+}
+
+function IsRedisUrl() {
+  return ValidateBy({
+    name: 'isRedisUrl',
+    validator: {
+      validate: (value) => typeof value === 'string' && redisUrlProblem(value) === null,
+      defaultMessage: (args) =>
+        `is not a valid Redis URL: ${typeof args?.value === 'string' ? redisUrlProblem(args.value) : 'must be a string'}`,
+    },
+  });
+}
+
+/**
+ * Launch options (a worker's or a coordinator's) after flags and YAML are merged (flags win). Validated once, before Nest boots,
+ * so a bad option exits with one line instead of a half-started server. Decorators run bottom-up.
+ */
+export class ServiceOptionsDto {
+  @IsConnectionString()
+  @IsDefined({ message: 'is required: a mongodb:// or mongodb+srv:// connection string' })
+  cluster0!: string;
+
+  @IsConnectionString()
+  @IsDefined({ message: 'is required: a mongodb:// or mongodb+srv:// connection string' })
+  cluster1!: string;
+
+  @Max(65535, { message: 'must be an integer from 0 to 65535 (0 picks a free port)' })
+  @Min(0, { message: 'must be an integer from 0 to 65535 (0 picks a free port)' })
+  @IsInt({ message: 'must be an integer from 0 to 65535 (0 picks a free port)' })
+  port: number = DEFAULT_PORT;
+
+  @Matches(HOST, { message: 'must be a host name or an IP address' })
+  @IsString({ message: 'must be a host name or an IP address' })
+  host: string = DEFAULT_HOST;
+
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
+    message: 'must be 1-64 letters, digits, "_", "." or "-" (a shard id)',
+  })
+  @IsString({ message: 'must be a string' })
+  @ValidateIf((_object, value) => value !== undefined)
+  id?: string;
+
+  @IsNotEmpty({ message: 'must be a file path' })
+  @IsString({ message: 'must be a file path' })
+  @ValidateIf((_object, value) => value !== undefined)
+  logPath?: string;
+
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
+  verbosity: LogLevel = 'INFO';
+
+  /** Redis of the control plane (coordinator, BullMQ); required by the coordinator. */
+  @IsRedisUrl()
+  @ValidateIf((_object, value) => value !== undefined)
+  redis?: string;
+}
+
+/** The validated, typed launch configuration. */
+export interface ServiceConfig {
+  clusters: { cluster0: string; cluster1: string };
+  port: number;
+  host: string;
+  id?: string;
+  logPath?: string;
+  verbosity: LogLevel;
+  redis?: string;
+}
