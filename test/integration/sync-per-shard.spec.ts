@@ -161,6 +161,13 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     await app
       .collection<AnyDoc>('orders')
       .updateOne({ region: 'eu', _id: new Int32(0) }, { $set: { region: 'us' } });
+    // A shard-key change within one shard, and a replacement that moves a document.
+    await app
+      .collection<AnyDoc>('orders')
+      .updateOne({ region: 'eu', _id: new Int32(3) }, { $set: { region: 'af' } });
+    await app
+      .collection<AnyDoc>('orders')
+      .replaceOne({ region: 'us', _id: new Int32(1) }, { region: 'ca', total: 5 });
     await src.db('crm').collection<AnyDoc>('notes').insertOne({ _id: 2, text: 'again' });
     await app.collection('settings').drop();
     await app.collection<AnyDoc>('settings').insertOne({ _id: 'theme', v: 'light' });
@@ -221,5 +228,5 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     // Balancers back as they were.
     expect((await admin.command({ balancerStatus: 1 })).mode).toBe('full');
     expect((await dst.db('admin').command({ balancerStatus: 1 })).mode).toBe('full');
-  });
+  }, 240_000);
 });

@@ -196,6 +196,13 @@ describe('sharded → sharded with one worker (emulated, 2 + 3 shards)', () => {
     );
     await app.collection<AnyDoc>('users').updateMany({}, { $set: { seen: true } });
     await app.collection<AnyDoc>('orders').deleteMany({ region: 'ap' });
+    // Shard-key changes: the change stream's documentKey names the NEW key.
+    await app
+      .collection<AnyDoc>('orders')
+      .updateOne({ region: 'eu', _id: new Int32(3) }, { $set: { region: 'af' } });
+    await app
+      .collection<AnyDoc>('orders')
+      .replaceOne({ region: 'us', _id: new Int32(1) }, { region: 'ca', total: 5 });
     await app
       .collection<AnyDoc>('orders')
       .insertOne({ _id: new Int32(999), region: 'eu', total: 1 });

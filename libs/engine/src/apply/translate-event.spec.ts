@@ -40,6 +40,20 @@ describe('translateEvent (CRUD)', () => {
     });
   });
 
+  it('replace on a sharded source (shard key in documentKey): delete by _id, then upsert', () => {
+    const key = { k: 'new', _id: doc._id };
+    const r = translateEvent(event('replace', { documentKey: key, fullDocument: doc }), all);
+    expect(r).toMatchObject({
+      write: {
+        steps: [
+          { kind: 'delete', filter: { _id: doc._id } },
+          { kind: 'replace', filter: key, replacement: doc },
+        ],
+        supersedes: true,
+      },
+    });
+  });
+
   it('update does not supersede earlier writes of the document', () => {
     const u = translateEvent(
       event('update', { updateDescription: { updatedFields: { a: 1 } } }),

@@ -211,3 +211,33 @@ describe('translateUpdate', () => {
     expect(translateUpdate(event)).toEqual([{ kind: 'lookup', documentKey: key }]);
   });
 });
+
+describe('sharded sources: a documentKey with shard-key fields', () => {
+  const sharded = (desc: UpdateDescription): ChangeEvent => ({
+    ...update(desc),
+    documentKey: { region: 'eu', 'a.b': 1, _id: new Int32(7) },
+  });
+  const moved = [
+    { kind: 'delete', filter: { _id: new Int32(7) } },
+    { kind: 'lookup', documentKey: { _id: new Int32(7) } },
+  ];
+
+  it('an update that changed a shard-key field is a move: delete by _id, then the lookup', () => {
+    expect(translateUpdate(sharded({ updatedFields: { region: 'eu' } }))).toEqual(moved);
+    expect(translateUpdate(sharded({ updatedFields: { a: { b: 1 } } }))).toEqual(moved);
+    expect(translateUpdate(sharded({ updatedFields: { 'a.b.c': 1 } }))).toEqual(moved);
+    expect(translateUpdate(sharded({ updatedFields: {}, removedFields: ['region'] }))).toEqual(
+      moved,
+    );
+  });
+
+  it('other updates keep the whole documentKey as their filter', () => {
+    expect(translateUpdate(sharded({ updatedFields: { ab: 2, regionName: 'x' } }))).toEqual([
+      {
+        kind: 'update',
+        filter: { region: 'eu', 'a.b': 1, _id: new Int32(7) },
+        update: { $set: { ab: 2, regionName: 'x' } },
+      },
+    ]);
+  });
+});

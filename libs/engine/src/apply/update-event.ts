@@ -1,5 +1,5 @@
 import type { Document } from 'bson';
-import { toNumber, type ChangeEvent } from './change-event';
+import { toNumber, type ChangeEvent, type UpdateDescription } from './change-event';
 import { requireKey } from './insert-event';
 import { compareFieldNames, pathComponents, pathsConflict } from './update-paths';
 import type { WriteStep } from './write-step';
@@ -55,6 +55,7 @@ export function translateUpdate(
   const documentKey = requireKey(event);
   const desc = event.updateDescription;
   if (!desc) return [{ kind: 'lookup', documentKey }];
+  if (changesShardKey(documentKey, desc)) return moveByLookup(documentKey);
   const lookup: WriteStep[] = [{ kind: 'lookup', documentKey }];
   // null is treated like absence: no map means no path was resolved by the source.
   const disambiguated = desc.disambiguatedPaths ?? undefined;
@@ -112,6 +113,37 @@ export function translateUpdate(
   }
 
   return steps.map((s) => ({ kind: 'update', filter: documentKey, update: s.update }));
+}
+
+/**
+ * On a sharded source the documentKey holds the shard-key fields AFTER the update (MongoDB
+ * builds it from the new document), so an update that changed one of them names a key the
+ * destination does not hold yet: replayed as is it would match nothing.
+ */
+function changesShardKey(documentKey: Document, desc: UpdateDescription): boolean {
+  const keyFields = Object.keys(documentKey).filter((f) => f !== '_id');
+  if (keyFields.length === 0) return false;
+  const paths = [
+    ...Object.keys(desc.updatedFields ?? {}),
+    ...(desc.removedFields ?? []),
+    ...(desc.truncatedArrays ?? []).map((t) => t.field),
+  ];
+  return paths.some((p) =>
+    keyFields.some((k) => p === k || k.startsWith(`${p}.`) || p.startsWith(`${k}.`)),
+  );
+}
+
+/**
+ * A document whose shard key changed (or may have: a replacement): removed by `_id` wherever
+ * the destination holds it, then written again from the source's current version (the lookup
+ * names the new key, so a sharded destination routes it to its new owner).
+ */
+export function moveByLookup(documentKey: Document): WriteStep[] {
+  const byId = { _id: documentKey._id };
+  return [
+    { kind: 'delete', filter: byId },
+    { kind: 'lookup', documentKey: byId },
+  ];
 }
 
 function hasInternalConflict(paths: string[][]): boolean {

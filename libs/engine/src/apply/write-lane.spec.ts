@@ -140,3 +140,46 @@ describe('WriteLane update fallback', () => {
     await expect(drained).rejects.toBe(thrown);
   });
 });
+
+describe('WriteLane superseding on a sharded source', () => {
+  it('an upsert under a new shard key that supersedes a pending write removes the old by _id', async () => {
+    const writer = new FakeWriter();
+    writer.delayFor = () => 20; // keep the second push pending behind the first bulk
+    const lane = new WriteLane({
+      writer,
+      lookup: new FakeLookup(),
+      onApplied: () => undefined,
+      onError: (e) => {
+        throw e;
+      },
+    });
+    const identity = 'd.c|7';
+    lane.push({ ns, identity: 'other', steps: [update(1)], supersedes: false }, 0);
+    // The delete half of a shard-key move, then the insert half under the new key.
+    lane.push(
+      {
+        ns,
+        identity,
+        steps: [{ kind: 'delete', filter: { k: 'old', _id: 7 } }],
+        supersedes: true,
+      },
+      1,
+    );
+    const doc = { _id: 7, k: 'new' };
+    lane.push(
+      {
+        ns,
+        identity,
+        steps: [{ kind: 'replace', filter: { k: 'new', _id: 7 }, replacement: doc }],
+        supersedes: true,
+      },
+      2,
+    );
+    await lane.drain();
+    const ops = writer.bulks.flatMap((b) => b.ops).filter((op) => op.filter._id === 7);
+    expect(ops.map((op) => [op.kind, op.filter])).toEqual([
+      ['delete', { _id: 7 }],
+      ['replace', { k: 'new', _id: 7 }],
+    ]);
+  });
+});

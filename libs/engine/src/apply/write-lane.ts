@@ -46,7 +46,18 @@ export class WriteLane {
     if (write.collectionUuid) this.uuids.set(nsKey(write.ns), write.collectionUuid);
     const entry = this.pending.get(write.identity);
     if (!entry || write.supersedes) {
-      this.pending.set(write.identity, { ns: write.ns, steps: [...write.steps] });
+      const steps = [...write.steps];
+      // On a sharded source the documentKey carries the shard key: a pending write under an
+      // OLD key (e.g. the delete half of a shard-key move) is not covered by an upsert under
+      // the new one. Superseding it, remove the document by _id first, wherever it is.
+      if (entry && [...entry.steps, ...steps].some(hasShardKeyFilter)) {
+        const first = steps[0];
+        const id = keyOf(first)?._id;
+        if (!(first?.kind === 'delete' && Object.keys(first.filter).length === 1)) {
+          steps.unshift({ kind: 'delete', filter: { _id: id } });
+        }
+      }
+      this.pending.set(write.identity, { ns: write.ns, steps });
     } else {
       entry.steps.push(...write.steps);
     }
@@ -207,4 +218,16 @@ function valueAt(doc: Document, path: string): unknown {
     value = (value as Document)[part];
   }
   return value;
+}
+
+/** The documentKey a step is addressed by. */
+function keyOf(step: WriteStep | undefined): Document | undefined {
+  if (!step) return undefined;
+  return step.kind === 'lookup' ? step.documentKey : step.filter;
+}
+
+/** A step addressed by more than `_id` (a sharded source's documentKey). */
+function hasShardKeyFilter(step: WriteStep): boolean {
+  const key = keyOf(step);
+  return !!key && Object.keys(key).some((f) => f !== '_id');
 }

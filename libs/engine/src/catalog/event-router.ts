@@ -47,7 +47,7 @@ export interface EventRouterDeps {
   barrier?: DdlBarrier;
 }
 
-/** Document events: a per-shard worker applies only those of documents its shard owns. */
+/** Document events: a per-shard worker applies only those of documents assigned to it. */
 const DOCUMENT_EVENTS = new Set(['insert', 'update', 'replace', 'delete']);
 
 /** Resume token `_data` (hex KeyString: lexicographic order is stream order). */
@@ -80,8 +80,9 @@ export class CatalogEventRouter implements EventRouter {
     if (record) {
       const ownership = this.deps.session.ownership;
       if (ownership && DOCUMENT_EVENTS.has(event.operationType)) {
-        const owner = ownership.ownerOf(db, uuid, event.documentKey ?? {});
-        if (owner !== this.job.shard!.id) return { ignore: 'other-shard' };
+        const shard = this.job.shard!;
+        const owner = ownership.assignee(db, uuid, event.documentKey ?? {}, shard.members);
+        if (owner !== shard.id) return { ignore: 'other-worker' };
       }
       return {
         ns: { db: record.database, coll: record.collection },

@@ -44,8 +44,8 @@ export class CopyRunner {
     const pending = this.session.catalog.pendingCopies();
     if (pending.length === 0) return 'completed';
     // A per-shard worker's initial copy: unsharded collections are copied by the worker of
-    // their database's primary shard, sharded ones by every worker, each keeping its own
-    // documents. (A collection that enters the sync later is copied whole by the coordinator.)
+    // their database's primary shard, sharded ones by every worker, each keeping the
+    // documents assigned to it (ShardOwnership.assignee). (A collection that enters the sync later is copied whole by the coordinator.)
     const owners = this.owners();
     const mine = owners
       ? pending.filter((r) => owners.ownership.sharded(r.key) || owners.primaryOf(r) === owners.me)
@@ -146,6 +146,7 @@ export class CopyRunner {
     return {
       ownership,
       me: job.shard!.id,
+      members: job.shard!.members,
       primaryOf: (r: NamespaceRecord) => ownership.primaryOf(r.database),
     };
   }
@@ -157,7 +158,9 @@ export class CopyRunner {
     const owners = this.owners();
     const keep =
       owners && owners.ownership.sharded(record.key)
-        ? (doc: Document) => owners.ownership.ownerOf(record.database, record.key, doc) === owners.me
+        ? (doc: Document) =>
+            owners.ownership.assignee(record.database, record.key, doc, owners.members) ===
+            owners.me
         : undefined;
     return {
       source: this.sourceNames.get(record.key) ?? destination,

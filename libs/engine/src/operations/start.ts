@@ -9,6 +9,7 @@ import {
 import { Timestamp } from 'bson';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
 import { assignShard } from '../shards/shard-sync';
+import { sameChunkMap } from '../shards/ownership';
 import { sharedSyncCommitted } from '../shards/shard-commit';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
@@ -143,6 +144,12 @@ export async function startJob(
     const sourceSharded =
       sourceInfo.kind === 'sharded' ? await source.shardedCollections() : new Map();
     plan.namespaces = planSharding(request, plan.namespaces, sourceSharded);
+    if (shard && !sameChunkMap(shard.sharding!, await source.shardingSnapshot())) {
+      throw new ApiError(
+        'ChunkMigrationInProgress',
+        `the chunk map of ${request.source} changed while the sync was being planned (a chunk migration or movePrimary in flight); wait for it to finish and start again.`,
+      );
+    }
     try {
       await assertDestinationEmpty(destination, plan.namespaces);
     } catch (error) {

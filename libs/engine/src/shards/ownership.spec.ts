@@ -10,7 +10,12 @@ import {
   type Document,
 } from 'bson';
 import { compareKeyValues } from './key-order';
-import { ShardOwnership, type ShardedCollectionSnapshot, type ShardingSnapshot } from './ownership';
+import {
+  ShardOwnership,
+  sameChunkMap,
+  type ShardedCollectionSnapshot,
+  type ShardingSnapshot,
+} from './ownership';
 import { hashShardKeyValue } from './shard-hash';
 
 const MIN = new MinKey();
@@ -214,5 +219,56 @@ describe('ShardOwnership', () => {
       )!.shard;
       expect([x, o.ownerOf('db', uuid(10), { x })]).toEqual([x, linear]);
     }
+  });
+});
+
+describe('sameChunkMap', () => {
+  it('is true for an equal map and false when a chunk moved, split or a primary changed', () => {
+    const reordered = SNAPSHOT.collections.map((c) => ({ ...c, chunks: [...c.chunks].reverse() }));
+    expect(sameChunkMap(SNAPSHOT, { ...SNAPSHOT, collections: reordered })).toBe(true);
+    const moved = SNAPSHOT.collections.map((c, i) =>
+      i === 0
+        ? { ...c, chunks: c.chunks.map((k, j) => (j === 0 ? { ...k, shard: 'other' } : k)) }
+        : c,
+    );
+    expect(sameChunkMap(SNAPSHOT, { ...SNAPSHOT, collections: moved })).toBe(false);
+    const split = SNAPSHOT.collections.map((c, i) =>
+      i === 0 ? { ...c, chunks: c.chunks.slice(1) } : c,
+    );
+    expect(sameChunkMap(SNAPSHOT, { ...SNAPSHOT, collections: split })).toBe(false);
+    const primaries = SNAPSHOT.databases.map((d, i) => (i === 0 ? { ...d, primary: 'other' } : d));
+    expect(sameChunkMap(SNAPSHOT, { ...SNAPSHOT, databases: primaries })).toBe(false);
+  });
+});
+
+describe('ShardOwnership.assignee (work assignment of a per-shard sync)', () => {
+  const own = new ShardOwnership(SNAPSHOT, 's0');
+  const members = ['s0', 's1', 's2'];
+
+  it('sharded collections: by _id alone, so a shard-key change keeps the same worker', () => {
+    const id = new Int32(42);
+    const before = own.assignee('db', RANGE.uuid, { x: -5, _id: id }, members);
+    const after = own.assignee('db', RANGE.uuid, { x: 'zzz', _id: id }, members);
+    expect(after).toBe(before);
+    expect(own.ownerOf('db', RANGE.uuid, { x: -5, _id: id })).not.toBe(
+      own.ownerOf('db', RANGE.uuid, { x: 'zzz', _id: id }),
+    );
+  });
+
+  it('spreads _ids over every worker', () => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 300; i++) {
+      const w = own.assignee('db', HASHED.uuid, { _id: new Int32(i) }, members);
+      counts.set(w, (counts.get(w) ?? 0) + 1);
+    }
+    expect([...counts.keys()].sort()).toEqual(members);
+    for (const n of counts.values()) expect(n).toBeGreaterThan(50);
+  });
+
+  it('unsharded collections: the database primary shard (fallback for unknown databases)', () => {
+    expect(own.assignee(SNAPSHOT.databases[0]!.name, uuid(99), { _id: 1 }, members)).toBe(
+      SNAPSHOT.databases[0]!.primary,
+    );
+    expect(own.assignee('created-later', uuid(99), { _id: 1 }, members)).toBe('s0');
   });
 });

@@ -1,5 +1,5 @@
 import type { Document } from 'bson';
-import { compareKeyValues } from './key-order';
+import { compareKeyDocs, compareKeyValues } from './key-order';
 import { hashShardKeyValue } from './shard-hash';
 
 /** One sharded collection of a source at snapshot time, with its chunks. */
@@ -102,6 +102,22 @@ export class ShardOwnership {
   primaryOf(db: string): string {
     return this.primaries.get(db) ?? this.fallbackShard;
   }
+
+  /**
+   * Which worker of a per-shard sync copies a document and applies its change events. Sharded
+   * collections: by a hash of `_id` over the workers (`members`, sorted), NOT by chunk — an
+   * update that changes a document's shard key moves it between shards (a delete on one, an
+   * insert on the other), and two workers applying those halves at their own speeds could
+   * reorder them; by `_id`, every event of a document is applied by one worker, in stream
+   * order. Unsharded collections: the worker of their database's primary shard (a collection
+   * of a database created later: the fallback, i.e. the coordinator).
+   */
+  assignee(db: string, uuid: string | undefined, doc: Document, members: string[]): string {
+    if (!this.sharded(uuid) || members.length === 0) return this.primaryOf(db);
+    const hash = hashShardKeyValue(doc._id);
+    const slot = Number(BigInt.asUintN(64, hash.toBigInt()) % BigInt(members.length));
+    return members[slot]!;
+  }
 }
 
 function normalizeUuid(uuid: string): string {
@@ -158,4 +174,32 @@ function isPlainDocument(v: unknown): v is Document {
     !(v instanceof Uint8Array) &&
     (v as { _bsontype?: unknown })._bsontype === undefined
   );
+}
+
+/**
+ * Same routing in two snapshots: the same sharded collections with the same chunks on the
+ * same shards, and the same database primaries. A difference taken around the planning means
+ * a chunk migration (or movePrimary, or a new sharding) ran meanwhile.
+ */
+export function sameChunkMap(a: ShardingSnapshot, b: ShardingSnapshot): boolean {
+  const primaries = (s: ShardingSnapshot) =>
+    s.databases
+      .map((d) => `${d.name}=${d.primary}`)
+      .sort()
+      .join(',');
+  if (primaries(a) !== primaries(b) || a.collections.length !== b.collections.length) return false;
+  const other = new Map(b.collections.map((c) => [c.uuid, c]));
+  return a.collections.every((c) => {
+    const d = other.get(c.uuid);
+    if (!d || d.chunks.length !== c.chunks.length) return false;
+    const order = (x: { min: Document }, y: { min: Document }) => compareKeyDocs(x.min, y.min);
+    const left = [...c.chunks].sort(order);
+    const right = [...d.chunks].sort(order);
+    return left.every(
+      (chunk, i) =>
+        chunk.shard === right[i]!.shard &&
+        compareKeyDocs(chunk.min, right[i]!.min) === 0 &&
+        compareKeyDocs(chunk.max, right[i]!.max) === 0,
+    );
+  });
 }
