@@ -13,7 +13,20 @@ export interface Started<T> {
  * stderr is collected so a failure to start explains itself.
  */
 export function startNodeProcess<T>(args: string[], timeoutMs = 30_000): Promise<Started<T>> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  return startProcess<T>(process.execPath, args, undefined, timeoutMs);
+}
+
+/**
+ * Spawns `command <args>` and resolves once a stdout line matches `ready` (that line is
+ * `firstLine`), or — without `ready` — with the first line that parses as JSON.
+ */
+export function startProcess<T = string>(
+  command: string,
+  args: string[],
+  ready?: RegExp,
+  timeoutMs = 30_000,
+): Promise<Started<T>> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -26,10 +39,15 @@ export function startNodeProcess<T>(args: string[], timeoutMs = 30_000): Promise
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       let parsed: T;
-      try {
-        parsed = JSON.parse(line) as T;
-      } catch {
-        return;
+      if (ready) {
+        if (!ready.test(line)) return;
+        parsed = line as T;
+      } else {
+        try {
+          parsed = JSON.parse(line) as T;
+        } catch {
+          return;
+        }
       }
       clearTimeout(timer);
       lines.removeAllListeners('line');

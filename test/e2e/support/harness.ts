@@ -61,6 +61,37 @@ export async function startCluster(
   };
 }
 
+export interface ShardedCluster extends Cluster {
+  /** The shards as the emulator printed them (`<name>-shard<i>`, each an emulated replica set). */
+  shards: { _id: string; uri: string }[];
+}
+
+/**
+ * Starts an emulated SHARDED cluster as one process (`--topology sharded`): `uri` names its
+ * router, `shards` its shards (connect to one directly to see what it holds). With `auth`, the
+ * launch users exist on the routers and on every shard.
+ */
+export async function startShardedCluster(
+  name: string,
+  shards: number,
+  auth: boolean,
+): Promise<ShardedCluster> {
+  const args = [EMULATOR, '--topology', 'sharded', '--shards', String(shards)];
+  args.push('--name', name, '--port', '0');
+  for (const user of auth ? AUTH_USERS : []) args.push('--user', user);
+  const emulator = spawnProcess('node', args);
+  const line = await emulator.waitForJsonLine(
+    (record) => typeof record.uri === 'string' && Array.isArray(record.shards),
+  );
+  const uri = line.uri as string;
+  return {
+    uri,
+    process: emulator,
+    shards: line.shards as ShardedCluster['shards'],
+    uriFor: (user) => (user ? withCredentials(uri, user.name, user.password) : uri),
+  };
+}
+
 const clients = new Set<MongoClient>();
 
 /** A driver client, closed by closeClients(). */
@@ -93,6 +124,8 @@ export interface Progress {
   syncID: string | null;
   coordinatorID: string | null;
   failure?: string;
+  /** A worker of a per-shard sync: what it waits for on the other workers. */
+  waitingFor?: string;
 }
 
 export interface ApiResult {
@@ -181,13 +214,28 @@ export interface StartedWorker {
   api: WorkerApi;
 }
 
-export function workerArgs(cluster0: string, cluster1: string): string[] {
-  return [WORKER, '--cluster0', cluster0, '--cluster1', cluster1, '--port', '0'];
+export interface WorkerOptions {
+  /** `--id`: the source shard this worker syncs (one worker per source shard). */
+  id?: string;
+}
+
+export function workerArgs(
+  cluster0: string,
+  cluster1: string,
+  options: WorkerOptions = {},
+): string[] {
+  const args = [WORKER, '--cluster0', cluster0, '--cluster1', cluster1, '--port', '0'];
+  if (options.id !== undefined) args.push('--id', options.id);
+  return args;
 }
 
 /** Launches the built worker on a free port and waits for its "worker listening" line. */
-export async function startWorker(cluster0: string, cluster1: string): Promise<StartedWorker> {
-  const worker = spawnProcess('node', workerArgs(cluster0, cluster1));
+export async function startWorker(
+  cluster0: string,
+  cluster1: string,
+  options: WorkerOptions = {},
+): Promise<StartedWorker> {
+  const worker = spawnProcess('node', workerArgs(cluster0, cluster1, options));
   const listening = await worker.waitForJsonLine((record) => record.msg === 'worker listening');
   return { process: worker, api: new WorkerApi(listening.url as string) };
 }

@@ -1,0 +1,112 @@
+/** What both demos share: the worker/coordinator HTTP API as an operator drives it. */
+
+export interface DemoProgress {
+  state: string;
+  canCommit: boolean;
+  canWrite: boolean | null;
+  info: string | null;
+  lagTimeSeconds: number | null;
+  totalEventsApplied: number | null;
+  collectionCopy: { estimatedTotalBytes: number; estimatedCopiedBytes: number } | null;
+  [extra: string]: unknown;
+}
+
+interface ProgressBody {
+  success: boolean;
+  progress?: DemoProgress;
+  error?: string;
+  errorDescription?: string;
+}
+
+export function withUser(uri: string, user: { name: string; password: string }): string {
+  const url = new URL(uri);
+  url.username = user.name;
+  url.password = user.password;
+  url.searchParams.set('authSource', 'admin');
+  return url.toString();
+}
+
+/** POSTs a command; 503 answers (not ready, no leader yet) are retried for up to 60 s. */
+export async function call(api: string, op: string, body: object): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await fetch(`${api}/${op}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as {
+      success: boolean;
+      error?: string;
+      errorDescription?: string;
+    };
+    if (json.success) return;
+    if (res.status !== 503 || Date.now() > deadline) {
+      throw new Error(`${op} failed: ${json.error}: ${json.errorDescription}`);
+    }
+    await sleep(500);
+  }
+}
+
+export async function getProgress(api: string): Promise<DemoProgress> {
+  const res = await fetch(`${api}/progress`);
+  const json = (await res.json()) as ProgressBody;
+  if (!json.success || !json.progress)
+    throw new Error(`progress failed: ${json.error}: ${json.errorDescription}`);
+  return json.progress;
+}
+
+/** A freshly started worker answers NotReady (503) while it restores state; retrying is safe. */
+export async function waitUntilReady(api: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await fetch(`${api}/progress`);
+    if (res.ok) return;
+    if (Date.now() > deadline) throw new Error(`worker not ready: ${await res.text()}`);
+    await sleep(200);
+  }
+}
+
+export async function waitFor(
+  api: string,
+  done: (p: DemoProgress) => boolean,
+  timeoutMs: number,
+  show: (p: DemoProgress) => string = render,
+): Promise<DemoProgress> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    const p = await getProgress(api);
+    last = show(p);
+    if (process.stdout.isTTY) process.stdout.write(`\r${last}`);
+    else if (Math.random() < 0.25) say(last);
+    if (done(p)) {
+      if (!process.stdout.isTTY) say(last);
+      return p;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting; last progress: ${last}`);
+    await sleep(250);
+  }
+}
+
+/** One progress line: a copy bar, state, info, lag and events. */
+export function render(p: DemoProgress): string {
+  const copy = p.collectionCopy;
+  const pct =
+    copy && copy.estimatedTotalBytes > 0
+      ? Math.min(100, (100 * copy.estimatedCopiedBytes) / copy.estimatedTotalBytes)
+      : 0;
+  const width = 30;
+  const filled = Math.round((pct / 100) * width);
+  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+  const lag = p.lagTimeSeconds === null ? '-' : `${p.lagTimeSeconds}s`;
+  return `${bar} ${pct.toFixed(1).padStart(5)}%  ${p.state.padEnd(10)} ${String(p.info ?? '').padEnd(26)} lag ${lag.padEnd(4)} events ${p.totalEventsApplied ?? 0}`;
+}
+
+export function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
