@@ -89,7 +89,7 @@ describe('replica set → sharded cluster (emulated mongos, 2 shards)', () => {
       () => job!.progress().state === 'COMMITTED',
       60_000,
       'COMMITTED',
-      () => JSON.stringify(job!.progress()),
+      () => JSON.stringify(job!.progress()).slice(0, 1500),
     );
 
     const report = await compareClusters(src, dst, { databases: ['shop'] });
@@ -121,6 +121,92 @@ describe('replica set → sharded cluster (emulated mongos, 2 shards)', () => {
     expect(perShard.every((n) => n > 0)).toBe(true);
     expect(perShard.reduce((a, b) => a + b, 0)).toBe(701);
   });
+});
+
+/** Replica set → sharded with the source's own index as the key's support, buildIndexes never. */
+describe('replica set → sharded cluster, createSupportingIndexes false, buildIndexes never', () => {
+  let source: Awaited<ReturnType<typeof startReplicaSet>>;
+  let destination: Awaited<ReturnType<typeof startShardedCluster>>;
+  let src: MongoClient;
+  let dst: MongoClient;
+  let job: SyncJob | null = null;
+
+  beforeAll(async () => {
+    source = await startReplicaSet();
+    destination = await startShardedCluster({ shards: 2 });
+    src = await new MongoClient(source.uri).connect();
+    dst = await new MongoClient(destination.uri).connect();
+  });
+
+  afterAll(async () => {
+    await job?.close();
+    await src?.close();
+    await dst?.close();
+    await destination?.stop();
+    await source?.stop();
+  });
+
+  it('needs the key index on the source, keeps only it after commit, and is exact', async () => {
+    const inv = src.db('inv');
+    await inv.collection('parts').createIndex({ sku: 1, bin: 1 }, { name: 'sku_bin' });
+    await inv.collection('parts').createIndex({ weight: 1 }, { name: 'weight_1' });
+    await inv.collection<AnyDoc>('parts').insertMany(
+      Array.from({ length: 900 }, (_, i) => ({
+        _id: new Int32(i),
+        sku: `p${i % 300}`,
+        bin: i % 7,
+        weight: i / 10,
+      })),
+    );
+    const engine = await createSyncEngine({
+      clusters: { cluster0: source.uri, cluster1: destination.uri },
+      logger: silentLogger,
+      engine: TUNING,
+      changeApplication: CEA_TUNING,
+    });
+    await engine.ready;
+    job = engine as unknown as SyncJob;
+    const request = (key: Record<string, 1>) => ({
+      source: 'cluster0',
+      destination: 'cluster1',
+      buildIndexes: 'never' as const,
+      enableUserWriteBlocking: false,
+      reversible: false,
+      sharding: {
+        createSupportingIndexes: false,
+        shardingEntries: [
+          { database: 'inv', collection: 'parts', shardCollection: { key: [key] } },
+        ],
+      },
+    });
+    // No source index starts with `bin`: refused, nothing written.
+    await expect(job.start(request({ bin: 1 }))).rejects.toMatchObject({
+      error: 'ShardKeyIndexMissing',
+    });
+    expect(job.state).toBe('IDLE');
+    expect(await dst.db('inv').listCollections().toArray()).toEqual([]);
+
+    await job.start(request({ sku: 1 }));
+    const show = () => JSON.stringify(job!.progress());
+    await waitFor(() => job!.progress().canCommit === true, 60_000, 'canCommit', show);
+    await inv.collection<AnyDoc>('parts').updateMany({ bin: 3 }, { $set: { moved: true } });
+    await inv.collection<AnyDoc>('parts').insertOne({ _id: new Int32(5000), sku: 'p1', bin: 0 });
+    await waitFor(() => job!.progress().canCommit === true, 60_000, 'canCommit again', show);
+    await job.commit();
+    await waitFor(() => job!.progress().state === 'COMMITTED', 60_000, 'COMMITTED', show);
+
+    const report = await compareClusters(src, dst, { databases: ['inv'] });
+    // buildIndexes never: no secondary index but the key's own (shardCollection made it).
+    expect(report.documents).toBe(901);
+    expect(report.differences.filter((d) => !/^index /.test(d.problem))).toEqual([]);
+    const indexes = (await dst.db('inv').collection('parts').listIndexes().toArray()).map(
+      (i) => i.name as string,
+    );
+    expect(indexes.sort()).toEqual(['_id_', 'sku_1']);
+    expect(
+      await dst.db('config').collection('collections').findOne({ _id: 'inv.parts' as never }),
+    ).toMatchObject({ key: { sku: 1 } });
+  }, 180_000);
 });
 
 /** Sharded → sharded through the routers with a single worker (no --id), SPEC §5. */

@@ -14,6 +14,9 @@ export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
   coordinatorID: null,
 });
 
+/** Extras an IDLE progress keeps (the coordinator's workers, before any sync starts). */
+const IDLE_EXTRAS = new Set(['instances', 'missingInstances']);
+
 /**
  * The state-dependent shape of a progress snapshot (SEED-API.md §3), applied where progress is
  * rendered so no engine detail can break it: IDLE reports only `state` and `canCommit` (false);
@@ -21,8 +24,8 @@ export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
  */
 export function applyProgressRules(progress: Progress): Progress {
   if (progress.state === 'IDLE') {
-    // Extra detail (a coordinator's `instances`) is not a seed field and stays.
-    const extras = Object.entries(progress).filter(([key]) => !(key in IDLE_PROGRESS));
+    // Only a coordinator's view of its workers survives: which are registered or missing.
+    const extras = Object.entries(progress).filter(([key]) => IDLE_EXTRAS.has(key));
     return { ...IDLE_PROGRESS, ...Object.fromEntries(extras) };
   }
   if (progress.state === 'PAUSED') return { ...progress, lagTimeSeconds: null };

@@ -23,6 +23,11 @@ export interface ShardingOptions {
   shardingEntries: ShardingEntry[];
 }
 
+/** The embedded verifier (absent: enabled). */
+export interface VerificationOptions {
+  enabled: boolean;
+}
+
 export interface StartRequest {
   source: string;
   destination: string;
@@ -32,4 +37,5 @@ export interface StartRequest {
   excludeNamespaces?: NamespaceFilterEntry[];
   reversible: boolean;
   sharding?: ShardingOptions;
+  verification?: VerificationOptions;
 }

@@ -3,11 +3,14 @@ import {
   uuidHex,
   type ClusterDescription,
   type CollectionInfo,
+  type DigestOptions,
   type DocumentBatch,
+  type RangeDigest,
   type ReadOptions,
   type ShardingSnapshot,
   type SourceCluster,
 } from '@sync/engine';
+import { createHash } from 'node:crypto';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
 
@@ -170,6 +173,50 @@ export class MongoSourceCluster implements SourceCluster {
     collection: string,
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
+    const maxBytes = options.maxBatchBytes ?? Infinity;
+    let documents: Document[] = [];
+    let sizes: number[] = [];
+    let bytes = 0;
+    for await (const buffer of this.rawDocuments(database, collection, options)) {
+      documents.push(BSON.deserialize(buffer, EXACT_BSON));
+      sizes.push(buffer.byteLength);
+      bytes += buffer.byteLength;
+      if (documents.length >= options.batchSize || bytes >= maxBytes) {
+        yield { documents, sizes, bytes };
+        if (options.signal?.aborted) return;
+        documents = [];
+        sizes = [];
+        bytes = 0;
+      }
+    }
+    if (documents.length > 0) yield { documents, sizes, bytes };
+  }
+
+  /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */
+  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
+    const hash = createHash('sha256');
+    let count = 0;
+    let bytes = 0;
+    for await (const buffer of this.rawDocuments(database, collection, {
+      range: options.range,
+      batchSize: options.batchSize ?? 1000,
+      sortById: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
+    })) {
+      hash.update(buffer);
+      count += 1;
+      bytes += buffer.byteLength;
+    }
+    return { count, bytes, hash: hash.digest('hex') };
+  }
+
+  /** The documents of a range as raw BSON, one at a time (memory: one server batch). */
+  private async *rawDocuments(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<Uint8Array> {
     // A raw find command: the driver's find() drops options it does not know (collectionUUID),
     // and the read concern is stated here so afterClusterTime cannot be lost on the way.
     const command: Document = { find: collection, filter: {}, batchSize: options.batchSize };
@@ -193,25 +240,11 @@ export class MongoSourceCluster implements SourceCluster {
       .db(database)
       .runCursorCommand(command, { raw: true } as never)
       .setBatchSize(options.batchSize);
-    const maxBytes = options.maxBatchBytes ?? Infinity;
     try {
-      let documents: Document[] = [];
-      let sizes: number[] = [];
-      let bytes = 0;
       for await (const raw of cursor as AsyncIterable<unknown>) {
-        const buffer = raw as Uint8Array;
-        documents.push(BSON.deserialize(buffer, EXACT_BSON));
-        sizes.push(buffer.byteLength);
-        bytes += buffer.byteLength;
-        if (documents.length >= options.batchSize || bytes >= maxBytes) {
-          yield { documents, sizes, bytes };
-          if (options.signal?.aborted) return;
-          documents = [];
-          sizes = [];
-          bytes = 0;
-        }
+        yield raw as Uint8Array;
+        if (options.signal?.aborted) return;
       }
-      if (documents.length > 0) yield { documents, sizes, bytes };
     } catch (error) {
       if (error instanceof MongoServerError && NAMESPACE_CHANGED_CODES.has(Number(error.code))) {
         throw new SourceNamespaceChangedError(

@@ -14,6 +14,7 @@ import {
 import { IsOptionalNotNull, IsStrictBoolean } from '../validation/mongo-validators';
 import { NamespaceFilterDto } from './namespace-filter.dto';
 import { ShardingDto } from './sharding.dto';
+import { VerificationDto } from './verification.dto';
 
 export const BUILD_INDEXES_MODES = ['beforeDataCopy', 'never'] as const;
 
@@ -66,4 +67,11 @@ export class StartRequestDto {
   @IsObject({ message: 'must be an object with shardingEntries' })
   @IsOptionalNotNull()
   sharding?: ShardingDto;
+
+  /** Not in the seed API: `{enabled: false}` turns the embedded verifier off (on by default). */
+  @ValidateNested()
+  @Type(() => VerificationDto)
+  @IsObject({ message: 'must be an object like {"enabled": false}' })
+  @IsOptionalNotNull()
+  verification?: VerificationDto;
 }

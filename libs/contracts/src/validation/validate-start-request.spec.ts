@@ -53,6 +53,16 @@ describe('validateStartRequest', () => {
     expect(validateStartRequest(body, { clusterNames })).toEqual(body);
   });
 
+  it('verification: absent (on by default), an empty object (on), or turned off', () => {
+    expect(validateStartRequest(base).verification).toBeUndefined();
+    expect(validateStartRequest({ ...base, verification: {} }).verification).toEqual({
+      enabled: true,
+    });
+    expect(
+      validateStartRequest({ ...base, verification: { enabled: false } }).verification,
+    ).toEqual({ enabled: false });
+  });
+
   it('fills sharding defaults and keeps the key order', () => {
     const request = validateStartRequest(sharding(entry([{ b: 1 }, { a: -1 }])));
     expect(request.sharding).toEqual({
@@ -99,9 +109,9 @@ describe('validateStartRequest', () => {
     ],
     [
       'unknown top-level field',
-      { ...base, verification: { enabled: true } },
+      { ...base, verify: true },
       'InvalidRequest',
-      'unknown field "verification"',
+      'unknown field "verify"',
     ],
     [
       'buildIndexes not allowed',
@@ -313,6 +323,30 @@ describe('validateStartRequest', () => {
       include({ database: 'd', collectionsRegex: { pattern: 'a', flags: 'i' } }),
       'InvalidRequest',
       'unknown field "flags" in includeNamespaces[0].collectionsRegex',
+    ],
+    [
+      'verification not an object',
+      { ...base, verification: false },
+      'InvalidRequest',
+      'verification must be an object',
+    ],
+    [
+      'verification unknown field',
+      { ...base, verification: { enabled: false, sampleRate: 1 } },
+      'InvalidRequest',
+      'unknown field "sampleRate" in verification',
+    ],
+    [
+      'verification.enabled as string',
+      { ...base, verification: { enabled: 'false' } },
+      'InvalidRequest',
+      'verification.enabled must be a boolean',
+    ],
+    [
+      'verification.enabled null',
+      { ...base, verification: { enabled: null } },
+      'InvalidRequest',
+      'verification.enabled',
     ],
     [
       'sharding not an object',

@@ -22,6 +22,7 @@ export function openSession(
     hosts,
     clock,
     job.shard ? clusters.coordination(job.destination.name) : undefined,
+    clusters.source(job.destination.name),
   );
 }
 
@@ -42,6 +43,7 @@ export function createRunner(
       changeApplication: options.phases?.changeApplication,
       maxTransientRetries: options.maxTransientRetries,
       retryBaseMs: options.retryBaseMs,
+      verification: options.verification,
     },
     hooks,
   );

@@ -52,6 +52,8 @@ export class JobSession {
     private readonly clock: Clock,
     /** The shared record of a per-shard sync (present when the job has `shard`). */
     readonly coordination?: CoordinationStore,
+    /** The destination seen through the source port: what the embedded verifier reads. */
+    readonly destinationReader?: SourceCluster,
   ) {
     this.catalog = new NamespaceCatalog(() => this.record);
     this.tally = new CopyTally(doneBytes(partitions));

@@ -5,6 +5,7 @@ import type { Clock } from '../ports/clock';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { SyncPhases } from './phases';
+import type { VerificationOptions } from '../verify/verification';
 import type { ShardClaimOptions } from '../shards/shard-claim';
 
 export interface SyncJobOptions {
@@ -27,6 +28,8 @@ export interface SyncJobOptions {
   /** Topology rules of the start request (throws ApiError); defaults to @sync/contracts' rules. */
   checkTopology?: TopologyCheck;
   phases?: SyncPhases;
+  /** Embedded verifier tuning (ranges digested at once, live re-check pause). */
+  verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
   /** Called when the sync fails for good (the process stays up; progress shows the failure). */
   onFatal?: (error: Error) => void;
   /** Scrubs secrets from failure texts shown in progress (the adapters know the URIs). */

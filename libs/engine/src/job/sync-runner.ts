@@ -15,6 +15,7 @@ import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sy
 import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
+import { Verification, type VerificationOptions } from '../verify/verification';
 
 export interface SyncRunnerOptions {
   syncID: string;
@@ -27,6 +28,8 @@ export interface SyncRunnerOptions {
   maxTransientRetries?: number;
   /** First backoff between retries (default 500 ms, doubling, at most 30 s). */
   retryBaseMs?: number;
+  /** Embedded verifier tuning (parallel ranges, live re-check pause). */
+  verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
 }
 
 export interface RunnerHooks {
@@ -55,17 +58,26 @@ export class SyncRunner {
   private cea: ChangeApplication | null = null;
   private eventsBefore = 0;
   private copying = false;
+  private livePass: Promise<void> = Promise.resolve();
   /** The last failure: permanent (the run ended) or transient (being retried). */
   failure: Error | null = null;
   /** What this worker of a per-shard sync is waiting for on the others (progress). */
   waitingFor: string | null = null;
   retrying = false;
   retries = 0;
+  /** The embedded verifier: a live pass while change events are applied, the commit's final one. */
+  readonly verification: Verification;
 
   constructor(
     private readonly options: SyncRunnerOptions,
     private readonly hooks: RunnerHooks,
-  ) {}
+  ) {
+    this.verification = new Verification({
+      logger: options.logger,
+      clock: options.clock,
+      ...options.verification,
+    });
+  }
 
   get active(): boolean {
     return this.controller !== null && !this.controller.signal.aborted;
@@ -88,6 +100,7 @@ export class SyncRunner {
   async stop(): Promise<void> {
     this.controller?.abort();
     await this.running;
+    await this.livePass;
     this.controller = null;
   }
 
@@ -294,6 +307,8 @@ export class SyncRunner {
       job.request.excludeNamespaces,
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
+    // Per-shard workers leave verification to the coordinator's final pass at commit.
+    if (!job.shard) this.livePass = this.verification.runLive(session, signal);
     await cea.run({
       job,
       startAt: job.t0,

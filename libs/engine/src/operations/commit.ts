@@ -69,6 +69,17 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     },
   },
   {
+    // The embedded verifier's final pass (verify/verification.ts): after the drain and once
+    // unique indexes are restored (so `unique` is compared too), before the destination opens.
+    // A difference fails the step with VerificationFailed; per-shard syncs: the coordinator
+    // verifies every namespace once all workers have drained.
+    name: 'verified',
+    scope: 'oncePerSync',
+    async run(ctx) {
+      await ctx.runner.verification.finalPass(ctx.session, ctx.signal);
+    },
+  },
+  {
     name: 'destinationTimeTaken',
     scope: 'everyWorker',
     async run(ctx) {

@@ -54,6 +54,27 @@ export interface ReadOptions {
   afterClusterTime?: Timestamp;
 }
 
+/** `digest` of one `_id` range: what the embedded verifier compares between the two sides. */
+export interface RangeDigest {
+  count: number;
+  /** Sum of the documents' BSON sizes. */
+  bytes: number;
+  /**
+   * Hash (hex) of every document's exact BSON bytes in `_id` order: a changed value, field
+   * order or numeric type (Int32 vs Double) changes it.
+   */
+  hash: string;
+}
+
+export interface DigestOptions {
+  /** `_id` range, read with index bounds like `read` (never natural order: both sides sort). */
+  range: IdRange;
+  batchSize?: number;
+  signal?: AbortSignal;
+  /** The collection's UUID (as for `read`): fails instead of hashing another collection. */
+  uuid?: string;
+}
+
 /**
  * The collection a read was aimed at is no longer under that name (renamed, dropped, swapped
  * for another one) or its cursor was killed by such a DDL: the caller finds it again by UUID.
@@ -98,6 +119,12 @@ export interface SourceCluster {
   ): Promise<Document[]>;
   /** Streams a range in batches; memory is bounded by one batch. */
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
+  /**
+   * Counts and hashes a range's documents as they stream (memory: one server batch), in `_id`
+   * order. Any cluster can be digested through this port, the destination included (the
+   * verifier sees it through `ClusterDirectory.source`).
+   */
+  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest>;
   /**
    * Sharded collections of a sharded source (`config.collections`), by `db.coll`: their shard
    * key and unique flag. Empty for a replica set.

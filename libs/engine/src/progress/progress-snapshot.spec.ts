@@ -21,6 +21,7 @@ const base = (overrides: Partial<ProgressSnapshot>): ProgressSnapshot => ({
   retrying: null,
   namespaces: { total: 2, copied: 2 },
   waitingFor: null,
+  verification: null,
   ...overrides,
 });
 
@@ -77,5 +78,33 @@ describe('progress snapshots', () => {
       sourceWriteBlocked: true,
     });
     expect(renderProgress(base({ state: 'IDLE' }))).not.toHaveProperty('namespaces');
+  });
+
+  it('merge and render: verification counts add up, a failed phase wins', () => {
+    const status = (phase: 'live' | 'failed' | 'passed', verified: number, mismatches = 0) => ({
+      phase,
+      namespacesTotal: 3,
+      namespacesVerified: verified,
+      mismatches,
+      pendingRecheck: 0,
+      samples:
+        mismatches > 0
+          ? [{ namespace: 'shop.items', problems: ['document _id 1 differs'], ids: ['1'] }]
+          : [],
+    });
+    const merged = mergeSnapshots([
+      base({ verification: status('passed', 3) }),
+      base({ verification: status('failed', 2, 1) }),
+      base({ verification: null }),
+    ])!;
+    expect(renderProgress(merged).verification).toEqual({
+      phase: 'failed',
+      namespacesTotal: 6,
+      namespacesVerified: 5,
+      mismatches: 1,
+      pendingRecheck: 0,
+      samples: [{ namespace: 'shop.items', problems: ['document _id 1 differs'], ids: ['1'] }],
+    });
+    expect(renderProgress(base({ verification: null }))).not.toHaveProperty('verification');
   });
 });

@@ -3,6 +3,7 @@ import type { JobSession } from '../job/job-session';
 import type { SyncRunner } from '../job/sync-runner';
 import { commitStepIndex, destinationWritable } from '../operations/commit';
 import { buildProgress, type ProgressInputs } from './progress-report';
+import type { VerificationStatus } from '../verify/verification';
 
 /**
  * A raw, mergeable progress snapshot of one instance: numbers and states only, no rendering.
@@ -21,6 +22,8 @@ export interface ProgressSnapshot extends ProgressInputs {
   namespaces: { total: number; copied: number };
   /** What a per-shard sync waits for on other workers (barrier, commit), if anything. */
   waitingFor: string | null;
+  /** The embedded verifier: phase, namespaces verified / total, mismatches. */
+  verification: VerificationStatus | null;
 }
 
 export interface SnapshotSources {
@@ -102,6 +105,12 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
       copied: job?.namespaces.filter((n) => n.copy !== 'pending').length ?? 0,
     },
     waitingFor: src.waitingFor ?? null,
+    verification:
+      runner?.verification.status(
+        job,
+        src.state === 'COMMITTED' ||
+          commitStepIndex(step ?? undefined) >= commitStepIndex('verified'),
+      ) ?? null,
   };
 }
 
@@ -135,6 +144,7 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
   }
   progress.namespaces = snapshot.namespaces;
   if (snapshot.waitingFor) progress.waitingFor = snapshot.waitingFor;
+  if (snapshot.verification) progress.verification = snapshot.verification;
   return progress;
 }
 
@@ -181,5 +191,33 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
       total: snapshots.reduce((sum, s) => sum + s.namespaces.total, 0),
       copied: snapshots.reduce((sum, s) => sum + s.namespaces.copied, 0),
     },
+    verification: mergeVerification(snapshots.map((s) => s.verification)),
+  };
+}
+
+/** Counts add up; the phase is the most telling one (failed, then the least advanced). */
+function mergeVerification(all: Array<VerificationStatus | null>): VerificationStatus | null {
+  const present = all.filter((v): v is VerificationStatus => v !== null);
+  if (present.length === 0) return null;
+  const order: VerificationStatus['phase'][] = [
+    'failed',
+    'disabled',
+    'pending',
+    'live',
+    'final',
+    'passed',
+  ];
+  const phase = present
+    .map((v) => v.phase)
+    .reduce((a, b) => (order.indexOf(b) < order.indexOf(a) ? b : a));
+  const sum = (pick: (v: VerificationStatus) => number) =>
+    present.reduce((total, v) => total + pick(v), 0);
+  return {
+    phase,
+    namespacesTotal: sum((v) => v.namespacesTotal),
+    namespacesVerified: sum((v) => v.namespacesVerified),
+    mismatches: sum((v) => v.mismatches),
+    pendingRecheck: sum((v) => v.pendingRecheck),
+    samples: present.flatMap((v) => v.samples).slice(0, 10),
   };
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { FakeCoordinationStore } from './in-memory-coordination';
 import { BSON, Timestamp, type Document } from 'bson';
 import type { ClusterDescription } from '../ports/cluster-description';
@@ -20,7 +20,9 @@ import type { ShardingSnapshot } from '../shards/ownership';
 import {
   SourceNamespaceChangedError,
   type CollectionInfo,
+  type DigestOptions,
   type DocumentBatch,
+  type RangeDigest,
   type ReadOptions,
   type SourceCluster,
 } from '../ports/source-cluster';
@@ -157,26 +159,7 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     collection: string,
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
-    const coll = this.collection(database, collection, false);
-    if (options.uuid !== undefined && coll?.uuid !== options.uuid) {
-      throw new SourceNamespaceChangedError(
-        `${database}.${collection}`,
-        `collection ${database}.${collection} does not have UUID ${options.uuid}`,
-      );
-    }
-    if (!coll) return;
-    let docs = coll.documents;
-    if (options.range !== 'natural') {
-      const { min, max } = options.range;
-      const hasMin = 'min' in options.range;
-      const hasMax = 'max' in options.range;
-      docs = docs
-        .filter(
-          (d) =>
-            (!hasMin || compareIds(d._id, min) >= 0) && (!hasMax || compareIds(d._id, max) < 0),
-        )
-        .sort((a, b) => compareIds(a._id, b._id));
-    }
+    const docs = this.rangeDocuments(database, collection, options);
     for (let i = 0; i < docs.length; i += options.batchSize) {
       if (options.signal?.aborted) return;
       this.reads++;
@@ -185,6 +168,43 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
       const sizes = documents.map((d) => BSON.calculateObjectSize(d));
       yield { documents, sizes, bytes: sizes.reduce((s, n) => s + n, 0) };
     }
+  }
+  /** Digests are counted apart from `reads` (which tests use to see what the copy read). */
+  digests = 0;
+  private rangeDocuments(
+    database: string,
+    collection: string,
+    options: { range: ReadOptions['range']; uuid?: string },
+  ): Document[] {
+    const coll = this.collection(database, collection, false);
+    if (options.uuid !== undefined && coll?.uuid !== options.uuid) {
+      throw new SourceNamespaceChangedError(
+        `${database}.${collection}`,
+        `collection ${database}.${collection} does not have UUID ${options.uuid}`,
+      );
+    }
+    if (!coll) return [];
+    if (options.range === 'natural') return coll.documents;
+    const { min, max } = options.range;
+    const hasMin = 'min' in options.range;
+    const hasMax = 'max' in options.range;
+    return coll.documents
+      .filter(
+        (d) => (!hasMin || compareIds(d._id, min) >= 0) && (!hasMax || compareIds(d._id, max) < 0),
+      )
+      .sort((a, b) => compareIds(a._id, b._id));
+  }
+  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
+    this.digests++;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const docs = this.rangeDocuments(database, collection, options);
+    for (const doc of docs) {
+      const raw = BSON.serialize(doc);
+      hash.update(raw);
+      bytes += raw.byteLength;
+    }
+    return { count: docs.length, bytes, hash: hash.digest('hex') };
   }
   async createCollection(database: string, collection: string, options: Document): Promise<void> {
     if (this.collection(database, collection, false)) return;
@@ -218,6 +238,8 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     )!;
     const { name: _name, ...rest } = change;
     Object.assign(index, rest);
+    // As on mongod: the conversion to unique ends the prepareUnique stage.
+    if (change.unique === true) delete index.prepareUnique;
   }
   async insertUnordered(
     database: string,

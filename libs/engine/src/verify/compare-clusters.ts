@@ -1,6 +1,7 @@
-import { BSON, type Document } from 'bson';
 import { INTERNAL_DATABASE } from '../ports/job-store';
 import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
+import { bytesEqual, diffDocuments } from './document-diff';
+import { diffIndexes } from './index-diff';
 
 /** What a comparison reads: any cluster seen as a source (listing, indexes, `_id`-ordered reads). */
 export type ComparableCluster = Pick<
@@ -89,17 +90,6 @@ async function collectionsOf(
   return new Map(infos.filter((c) => !c.name.startsWith('system.')).map((c) => [c.name, c]));
 }
 
-/** Documents of both sides in `_id` order, one at a time. */
-async function* documents(cluster: ComparableCluster, db: string, coll: string) {
-  for await (const batch of cluster.read(db, coll, {
-    range: {},
-    batchSize: 1000,
-    sortById: true,
-  })) {
-    yield* batch.documents;
-  }
-}
-
 async function compareDocuments(
   source: ComparableCluster,
   destination: ComparableCluster,
@@ -108,28 +98,16 @@ async function compareDocuments(
   report: ComparisonReport,
 ): Promise<void> {
   const namespace = `${db}.${coll}`;
-  const a = documents(source, db, coll)[Symbol.asyncIterator]();
-  const b = documents(destination, db, coll)[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const [x, y] = await Promise.all([a.next(), b.next()]);
-      if (x.done && y.done) return;
-      if (x.done || y.done) {
-        const extra = (x.done ? y.value : x.value) as Document;
-        report.differences.push({
-          namespace,
-          problem: `document count differs (extra ${describeId(extra)} on ${x.done ? 'destination' : 'source'})`,
-        });
-        return;
-      }
-      report.documents += 1;
-      if (!bytesEqual(x.value, y.value)) {
-        report.differences.push({ namespace, problem: `document ${describeId(x.value)} differs` });
-        return;
-      }
-    }
-  } finally {
-    await Promise.all([a.return?.(), b.return?.()]);
+  const diff = await diffDocuments(source, destination, db, coll, { maxDifferences: 1 });
+  report.documents += diff.compared;
+  for (const { id, problem } of diff.differences) {
+    report.differences.push({
+      namespace,
+      problem:
+        problem === 'differs'
+          ? `document _id ${id} differs`
+          : `document count differs (extra _id ${id} on ${problem === 'only on destination' ? 'destination' : 'source'})`,
+    });
   }
 }
 
@@ -141,35 +119,8 @@ async function compareIndexes(
   compareUnique: boolean,
   report: ComparisonReport,
 ): Promise<void> {
-  const namespace = `${db}.${coll}`;
-  const normalise = (specs: Document[]) =>
-    new Map(
-      specs.map((spec) => {
-        const { v: _v, ns: _ns, ...rest } = spec;
-        if (!compareUnique) delete rest.unique;
-        return [String(spec.name), rest];
-      }),
-    );
-  const s = normalise(await source.listIndexes(db, coll));
-  const d = normalise(await destination.listIndexes(db, coll));
-  for (const [name, spec] of s) {
-    report.indexes += 1;
-    const other = d.get(name);
-    if (!other)
-      report.differences.push({ namespace, problem: `index ${name} missing on destination` });
-    else if (!bytesEqual(spec, other))
-      report.differences.push({ namespace, problem: `index ${name} differs` });
-  }
-  for (const name of d.keys()) {
-    if (!s.has(name))
-      report.differences.push({ namespace, problem: `index ${name} only on destination` });
-  }
-}
-
-function bytesEqual(a: Document, b: Document): boolean {
-  return Buffer.from(BSON.serialize(a)).equals(Buffer.from(BSON.serialize(b)));
-}
-
-function describeId(doc: Document): string {
-  return `_id ${BSON.EJSON.stringify({ v: doc._id }, { relaxed: false }).slice(5, -1)}`;
+  const specs = await source.listIndexes(db, coll);
+  report.indexes += specs.length;
+  const problems = diffIndexes(specs, await destination.listIndexes(db, coll), compareUnique);
+  for (const problem of problems) report.differences.push({ namespace: `${db}.${coll}`, problem });
 }

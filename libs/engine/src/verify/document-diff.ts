@@ -1,0 +1,96 @@
+import { BSON, type Document } from 'bson';
+import { compareKeyValues } from '../shards/key-order';
+import type { IdRange, SourceCluster } from '../ports/source-cluster';
+
+/** What a document comparison reads: `_id`-ordered reads of one side. */
+export type DocumentReader = Pick<SourceCluster, 'read'>;
+
+/** One document that differs between the two sides. */
+export interface DocumentDifference {
+  /** The `_id` as canonical Extended JSON (`{"$numberInt":"5"}`). */
+  id: string;
+  problem: 'differs' | 'missing on destination' | 'only on destination';
+}
+
+export interface DocumentDiff {
+  /** Documents read from the source side. */
+  compared: number;
+  differences: DocumentDifference[];
+}
+
+export interface DiffOptions {
+  range?: IdRange;
+  /** Stop after this many differences (default 5). */
+  maxDifferences?: number;
+  uuid?: string;
+  signal?: AbortSignal;
+}
+
+/** Two documents are equal when their BSON bytes are: field order and types included. */
+export function bytesEqual(a: Document, b: Document): boolean {
+  return Buffer.from(BSON.serialize(a)).equals(Buffer.from(BSON.serialize(b)));
+}
+
+export function idText(id: unknown): string {
+  return BSON.EJSON.stringify({ v: id }, { relaxed: false }).slice(5, -1);
+}
+
+/**
+ * Merges both sides' documents of a range in `_id` order (MongoDB's order, as the servers sort
+ * them) and names the documents that differ, are missing or are extra. Memory: one read batch
+ * per side.
+ */
+export async function diffDocuments(
+  source: DocumentReader,
+  destination: DocumentReader,
+  database: string,
+  collection: string,
+  options: DiffOptions = {},
+): Promise<DocumentDiff> {
+  const max = options.maxDifferences ?? 5;
+  const read = (cluster: DocumentReader, uuid?: string) =>
+    documents(cluster, database, collection, options.range ?? {}, uuid, options.signal);
+  const a = read(source, options.uuid)[Symbol.asyncIterator]();
+  const b = read(destination)[Symbol.asyncIterator]();
+  const diff: DocumentDiff = { compared: 0, differences: [] };
+  const differ = (doc: Document, problem: DocumentDifference['problem']) =>
+    diff.differences.push({ id: idText(doc._id), problem });
+  try {
+    let x = await a.next();
+    let y = await b.next();
+    while ((!x.done || !y.done) && diff.differences.length < max) {
+      const order = x.done ? 1 : y.done ? -1 : compareKeyValues(x.value._id, y.value._id);
+      if (order < 0) differ(x.value as Document, 'missing on destination');
+      else if (order > 0) differ(y.value as Document, 'only on destination');
+      else if (!bytesEqual(x.value as Document, y.value as Document))
+        differ(x.value as Document, 'differs');
+      if (order <= 0) {
+        diff.compared += 1;
+        x = await a.next();
+      }
+      if (order >= 0) y = await b.next();
+    }
+    return diff;
+  } finally {
+    await Promise.all([a.return?.(), b.return?.()]);
+  }
+}
+
+async function* documents(
+  cluster: DocumentReader,
+  database: string,
+  collection: string,
+  range: IdRange,
+  uuid: string | undefined,
+  signal: AbortSignal | undefined,
+): AsyncIterable<Document> {
+  for await (const batch of cluster.read(database, collection, {
+    range,
+    batchSize: 1000,
+    sortById: true,
+    ...(uuid !== undefined ? { uuid } : {}),
+    ...(signal ? { signal } : {}),
+  })) {
+    yield* batch.documents;
+  }
+}

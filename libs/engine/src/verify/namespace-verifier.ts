@@ -1,0 +1,133 @@
+import type { Document } from 'bson';
+import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
+import { bytesEqual, diffDocuments } from './document-diff';
+import { diffIndexes } from './index-diff';
+
+/** What the verifier reads on either side (the destination is seen through the same port). */
+export type VerifiableCluster = Pick<
+  SourceCluster,
+  'listCollections' | 'listIndexes' | 'read' | 'digest'
+>;
+
+/** One synced namespace to verify: its name on both sides and the `_id` ranges to digest. */
+export interface VerifyTarget {
+  database: string;
+  collection: string;
+  type: 'collection' | 'view';
+  /** Source collection UUID: the source read fails instead of hashing another collection. */
+  uuid?: string;
+  /** The copy's partitions (`{}`: the whole collection). */
+  ranges: IdRange[];
+  /** Compare only these source indexes (`buildIndexes: never`: `_id_`); absent: all. */
+  indexNames?: string[];
+  /** Destination indexes the sync built on purpose (a shard key's supporting index). */
+  ignoreDestinationIndexes?: string[];
+  /** Indexes left out on both sides (relaxed until commit while the sync runs). */
+  skipIndexes?: string[];
+}
+
+export interface NamespaceVerdict {
+  namespace: string;
+  documents: { source: number; destination: number };
+  /** Empty when the namespace matches. */
+  problems: string[];
+  /** Sample `_id`s (canonical Extended JSON) of documents that differ, are missing or extra. */
+  ids: string[];
+  /** Ranges whose digests differ (what a re-check reads again). */
+  mismatchedRanges: IdRange[];
+}
+
+export interface NamespaceCheckOptions {
+  /** Compare `unique` flags (false while unique indexes are relaxed during the sync). */
+  compareUnique: boolean;
+  /** Sample `_id`s named per namespace (default 5). */
+  maxSamples?: number;
+  signal?: AbortSignal;
+  /** Collection listings, per side and database, shared by the namespaces of one pass. */
+  listings?: ListingCache;
+}
+
+/** `listCollections` once per database and side during a pass. */
+export class ListingCache {
+  private readonly cache = new Map<string, Promise<CollectionInfo[]>>();
+  get(cluster: VerifiableCluster, side: string, database: string): Promise<CollectionInfo[]> {
+    const key = `${side}|${database}`;
+    let listing = this.cache.get(key);
+    if (!listing) this.cache.set(key, (listing = cluster.listCollections(database)));
+    return listing;
+  }
+}
+
+/** Collection type, options and indexes of one namespace: the problems found. */
+export async function checkMetadata(
+  source: VerifiableCluster,
+  destination: VerifiableCluster,
+  target: VerifyTarget,
+  options: NamespaceCheckOptions,
+): Promise<string[]> {
+  const listings = options.listings ?? new ListingCache();
+  const find = async (cluster: VerifiableCluster, side: string) =>
+    (await listings.get(cluster, side, target.database)).find((c) => c.name === target.collection);
+  const [s, d] = await Promise.all([find(source, 'source'), find(destination, 'destination')]);
+  if (!s || !d) return [s ? 'missing on destination' : 'missing on source'];
+  const problems: string[] = [];
+  if (s.type !== d.type) problems.push(`type ${s.type} vs ${d.type}`);
+  if (!bytesEqual(s.options, d.options)) {
+    problems.push(s.type === 'view' ? 'view definition differs' : 'collection options differ');
+  }
+  if (s.type === 'view') return problems;
+  const [sourceIndexes, destinationIndexes] = await Promise.all([
+    source.listIndexes(target.database, target.collection),
+    destination.listIndexes(target.database, target.collection),
+  ]);
+  const skipped = (spec: Document) => (target.skipIndexes ?? []).includes(String(spec.name));
+  const wanted = (spec: Document) =>
+    !skipped(spec) && (!target.indexNames || target.indexNames.includes(String(spec.name)));
+  const expected = sourceIndexes.filter(wanted);
+  // Only an index the source does not have (by name) can be one the sync built on purpose.
+  const ignored = (spec: Document) =>
+    skipped(spec) ||
+    ((target.ignoreDestinationIndexes ?? []).includes(String(spec.name)) &&
+      !expected.some((s) => s.name === spec.name));
+  problems.push(
+    ...diffIndexes(
+      expected,
+      destinationIndexes.filter((spec) => !ignored(spec)),
+      options.compareUnique,
+    ),
+  );
+  return problems;
+}
+
+/** Digests of one range on both sides; on a difference, the `_id`s that explain it. */
+export async function checkRange(
+  source: VerifiableCluster,
+  destination: VerifiableCluster,
+  target: VerifyTarget,
+  range: IdRange,
+  options: NamespaceCheckOptions,
+): Promise<{ source: number; destination: number; ids: string[]; problems: string[] }> {
+  const { database, collection } = target;
+  const signal = options.signal ? { signal: options.signal } : {};
+  const [s, d] = await Promise.all([
+    source.digest(database, collection, {
+      range,
+      ...signal,
+      ...(target.uuid ? { uuid: target.uuid } : {}),
+    }),
+    destination.digest(database, collection, { range, ...signal }),
+  ]);
+  const counts = { source: s.count, destination: d.count };
+  if (s.count === d.count && s.hash === d.hash) return { ...counts, ids: [], problems: [] };
+  const diff = await diffDocuments(source, destination, database, collection, {
+    range,
+    maxDifferences: options.maxSamples ?? 5,
+    ...signal,
+    ...(target.uuid ? { uuid: target.uuid } : {}),
+  });
+  const problems = diff.differences.map((x) => `document _id ${x.id} ${x.problem}`);
+  // Digests taken while writes go on may differ where a second read finds nothing: still a
+  // difference to re-check, never a match.
+  if (problems.length === 0) problems.push('documents changed while they were compared');
+  return { ...counts, ids: diff.differences.map((x) => x.id), problems };
+}

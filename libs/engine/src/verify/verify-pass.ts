@@ -1,0 +1,95 @@
+import {
+  checkMetadata,
+  checkRange,
+  ListingCache,
+  type NamespaceCheckOptions,
+  type NamespaceVerdict,
+  type VerifiableCluster,
+  type VerifyTarget,
+} from './namespace-verifier';
+
+export interface PassOptions extends NamespaceCheckOptions {
+  /** Ranges digested at the same time, across all namespaces (each reads both sides). */
+  concurrency: number;
+  /** Called once all of a namespace's checks are done. */
+  onNamespace?: (verdict: NamespaceVerdict) => void;
+}
+
+/**
+ * One verification pass: every target's metadata and every `_id` range's digests, as one pool
+ * of tasks so many small namespaces and one large one are verified equally in parallel.
+ * Memory: per running task one read batch (two during a drill-down) — never a collection.
+ */
+export async function verifyNamespaces(
+  source: VerifiableCluster,
+  destination: VerifiableCluster,
+  targets: VerifyTarget[],
+  options: PassOptions,
+): Promise<NamespaceVerdict[]> {
+  const check: NamespaceCheckOptions = { ...options, listings: new ListingCache() };
+  const maxSamples = options.maxSamples ?? 5;
+  const tasks: Array<() => Promise<void>> = [];
+  const verdicts = targets.map((target) => {
+    const verdict: NamespaceVerdict = {
+      namespace: `${target.database}.${target.collection}`,
+      documents: { source: 0, destination: 0 },
+      problems: [],
+      ids: [],
+      mismatchedRanges: [],
+    };
+    const ranges = target.type === 'view' ? [] : target.ranges;
+    let remaining = 1 + ranges.length;
+    const done = () => {
+      if (--remaining > 0) return;
+      const { source: s, destination: d } = verdict.documents;
+      if (s !== d)
+        verdict.problems.unshift(`document count differs: source ${s}, destination ${d}`);
+      options.onNamespace?.(verdict);
+    };
+    tasks.push(async () => {
+      verdict.problems.unshift(...(await checkMetadata(source, destination, target, check)));
+      done();
+    });
+    for (const range of ranges) {
+      tasks.push(async () => {
+        const result = await checkRange(source, destination, target, range, check);
+        verdict.documents.source += result.source;
+        verdict.documents.destination += result.destination;
+        if (result.problems.length > 0) {
+          verdict.mismatchedRanges.push(range);
+          const room = Math.max(0, maxSamples - verdict.ids.length);
+          verdict.ids.push(...result.ids.slice(0, room));
+          verdict.problems.push(...result.problems.slice(0, Math.max(1, room)));
+        }
+        done();
+      });
+    }
+    return verdict;
+  });
+  await runPool(tasks, options.concurrency, options.signal);
+  return verdicts;
+}
+
+/** Runs tasks `concurrency` at a time; the first failure stops the others from starting. */
+async function runPool(
+  tasks: Array<() => Promise<void>>,
+  concurrency: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && !signal?.aborted && next < tasks.length) {
+      const task = tasks[next++]!;
+      try {
+        await task();
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const workers = Array.from({ length: Math.max(1, Math.min(concurrency, tasks.length)) }, worker);
+  await Promise.all(workers);
+  if (signal?.aborted) throw new Error('verification stopped');
+}

@@ -1,0 +1,189 @@
+import { Double, Int32, type Document } from 'bson';
+import type { SyncJob } from '@sync/engine';
+import {
+  commitAndWait,
+  crashableEngine,
+  expectEqualClusters,
+  request,
+  startAuthClusters,
+  waitFor,
+  type AuthClusters,
+} from './sync-helpers';
+
+type AnyDoc = { _id: unknown } & Document;
+
+/** Live re-checks every 200 ms so a test sees the live pass finish. */
+const VERIFY_TUNING = { verification: { recheckMs: 200 } };
+
+async function seed(c: AuthClusters, names: string[]): Promise<void> {
+  const shop = c.appSrc.db('shop');
+  for (const name of names) {
+    await shop.collection<AnyDoc>(name).insertMany(
+      Array.from({ length: 120 }, (_, i) => ({
+        _id: new Int32(i),
+        sku: `${name}-${i}`,
+        n: new Int32(i),
+        pad: 'x'.repeat(200),
+      })),
+    );
+  }
+  await shop.collection<AnyDoc>('indexed').createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
+  await shop.collection<AnyDoc>('indexed').createIndex({ n: 1 }, { name: 'n_1' });
+}
+
+async function commitFailure(job: SyncJob): Promise<Record<string, unknown>> {
+  await waitFor(
+    () => job.progress().commitFailure !== undefined,
+    30_000,
+    'the failed commit step',
+    () => JSON.stringify(job.progress()),
+  );
+  return job.progress();
+}
+
+describe('embedded verifier (authentication on)', () => {
+  let c: AuthClusters;
+  const jobs: SyncJob[] = [];
+
+  afterEach(async () => {
+    for (const job of jobs.splice(0)) await job.close().catch(() => undefined);
+    await c.close();
+  });
+
+  it('catches altered, missing, extra, reordered and retyped documents and a missing index; the commit stays COMMITTING', async () => {
+    c = await startAuthClusters();
+    const names = ['altered', 'missing', 'extra', 'reordered', 'retyped', 'indexed', 'intact'];
+    await seed(c, names);
+    const { job } = await crashableEngine(c, VERIFY_TUNING);
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+    // The live pass verifies every namespace while change events are applied.
+    await waitFor(
+      () => {
+        const v = job.progress().verification as { phase: string; namespacesVerified: number };
+        return v.phase === 'live' && v.namespacesVerified === names.length;
+      },
+      30_000,
+      'the live pass',
+      () => JSON.stringify(job.progress().verification),
+    );
+
+    // Behind the sync's back (root bypasses the destination's write blocking):
+    const dst = c.dst.db('shop');
+    await dst
+      .collection<AnyDoc>('altered')
+      .updateOne({ _id: new Int32(7) }, { $set: { sku: 'x' } });
+    await dst.collection<AnyDoc>('missing').deleteOne({ _id: new Int32(8) });
+    await dst.collection<AnyDoc>('extra').insertOne({ _id: 'stray', sku: 'stray' });
+    await dst.collection<AnyDoc>('reordered').replaceOne(
+      { _id: new Int32(9) },
+      { n: new Int32(9), sku: 'reordered-9', pad: 'x'.repeat(200) }, // same fields, other order
+    );
+    await dst.collection<AnyDoc>('retyped').updateOne(
+      { _id: new Int32(10) },
+      { $set: { n: new Double(10) } }, // Int32 → Double, the same number
+    );
+    await dst.collection<AnyDoc>('indexed').dropIndex('n_1');
+
+    await job.commit();
+    const failed = await commitFailure(job);
+    expect(failed).toMatchObject({
+      state: 'COMMITTING',
+      canWrite: false,
+      sourceWriteBlocked: true,
+      commitFailure: { step: 'verified', error: 'VerificationFailed' },
+      verification: { phase: 'failed', mismatches: 6, namespacesVerified: 1 },
+    });
+    const message = String((failed.commitFailure as { message: string }).message);
+    for (const [namespace, id] of [
+      ['altered', '{"$numberInt":"7"}'],
+      ['missing', '{"$numberInt":"8"}'],
+      ['extra', '"stray"'],
+      ['reordered', '{"$numberInt":"9"}'],
+      ['retyped', '{"$numberInt":"10"}'],
+    ]) {
+      expect(message).toContain(`shop.${namespace}: `);
+      expect(message).toContain(`_id ${id}`);
+    }
+    expect(message).toMatch(/shop\.missing: document count differs: source 120, destination 119/);
+    expect(message).toMatch(/shop\.extra: document count differs: source 120, destination 121/);
+    expect(message).toContain('shop.indexed: index n_1 missing on destination');
+    expect(message).not.toContain('shop.intact');
+    const samples = (
+      failed.verification as { samples: Array<{ namespace: string; ids: string[] }> }
+    ).samples;
+    expect(samples.find((s) => s.namespace === 'shop.missing')?.ids).toEqual([
+      '{"$numberInt":"8"}',
+    ]);
+    // The destination stays closed: the commit is not COMMITTED.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(job.progress().state).toBe('COMMITTING');
+    await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+  });
+
+  it('catches an index that is not unique on the destination, and commit again passes once fixed', async () => {
+    c = await startAuthClusters();
+    await seed(c, ['indexed']);
+    let tamper = true;
+    const { job } = await crashableEngine(c, {
+      ...VERIFY_TUNING,
+      // Right after the unique indexes were restored: someone makes sku_1 non-unique again.
+      onCommitStep: async (step) => {
+        if (step !== 'indexesRestored' || !tamper) return;
+        tamper = false;
+        const items = c.dst.db('shop').collection('indexed');
+        await items.dropIndex('sku_1');
+        await items.createIndex({ sku: 1 }, { name: 'sku_1' });
+      },
+    });
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+    await job.commit();
+    const failed = await commitFailure(job);
+    expect(failed).toMatchObject({
+      state: 'COMMITTING',
+      canWrite: false,
+      commitFailure: { step: 'verified', error: 'VerificationFailed' },
+    });
+    expect(String((failed.commitFailure as { message: string }).message)).toContain(
+      'shop.indexed: index sku_1 differs',
+    );
+    // The operator restores the index and retries: the verification runs again and passes.
+    const items = c.dst.db('shop').collection('indexed');
+    await items.dropIndex('sku_1');
+    await items.createIndex({ sku: 1 }, { name: 'sku_1', unique: true });
+    await job.commit();
+    await waitFor(
+      () => job.progress().state === 'COMMITTED',
+      30_000,
+      'COMMITTED',
+      () => JSON.stringify(job.progress()),
+    );
+    expect(job.progress()).toMatchObject({
+      canWrite: true,
+      verification: { phase: 'passed', namespacesVerified: 1, mismatches: 0 },
+    });
+    await expectEqualClusters(c);
+    await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+  });
+
+  it('verification: {enabled: false} commits without verifying', async () => {
+    c = await startAuthClusters();
+    await seed(c, ['altered', 'indexed']);
+    const { job } = await crashableEngine(c, VERIFY_TUNING);
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true, verification: { enabled: false } }));
+    await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+    expect(job.progress().verification).toMatchObject({ phase: 'disabled' });
+    // Tampered before the commit: nothing checks it.
+    await c.dst
+      .db('shop')
+      .collection<AnyDoc>('altered')
+      .updateOne({ _id: new Int32(7) }, { $set: { sku: 'x' } });
+    await commitAndWait(job);
+    expect(job.progress().verification).toMatchObject({ phase: 'disabled' });
+    await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+  });
+});
