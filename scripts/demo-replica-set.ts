@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     started.push(worker);
     const api = `http://127.0.0.1:${port}/api/v1`;
     say(`Worker listening on ${api}`);
+    say(`Dashboard: http://127.0.0.1:${port}/ (live until the summary)`);
     await waitUntilReady(api);
 
     writer.start();

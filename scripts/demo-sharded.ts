@@ -121,6 +121,7 @@ async function main(): Promise<void> {
     const api = `http://127.0.0.1:${apiPort}/api/v1`;
     await waitUntilReady(api);
     say(`Coordinator API on ${api} — every command below goes to it alone.`);
+    say(`Dashboard: http://127.0.0.1:${apiPort}/ (the coordinator's, live until the summary)`);
     await waitForWorkers(api, workers.length);
 
     writer.start();

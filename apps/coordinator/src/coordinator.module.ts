@@ -1,7 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { CONTROL_KEYS } from '@sync/contracts';
-import { createRedis, SyncApiModule, type JsonLogger, type ServiceConfig } from '@sync/service';
+import {
+  createRedis,
+  figuresFromRoster,
+  SyncApiModule,
+  type JsonLogger,
+  type ServiceConfig,
+} from '@sync/service';
 import { hostname } from 'node:os';
 import { CommandBroadcaster } from './broadcast/command-broadcaster';
 import { ClusterClients } from './clusters/cluster-clients';
@@ -73,6 +79,16 @@ export class CoordinatorModule {
           logger,
           engineFactory: () => Promise.resolve(engine),
           onFatal,
+          // GET /metrics: every worker's figures as last published to Redis, by `worker` label.
+          metricsSource: () => {
+            const roster = board.lastRoster();
+            if (!roster) return [];
+            return figuresFromRoster({
+              ...roster,
+              now: Date.now(),
+              staleMs: settings.workerStaleMs,
+            });
+          },
           commandMiddleware: leaderForwarding(leadership, id, settings.commandTimeoutMs, () =>
             board.refresh(),
           ),

@@ -23,3 +23,5 @@ export * from './bootstrap/listening-url';
 export * from './bootstrap/create-service-logger';
 export * from './bootstrap/run-service';
 export * from './control/redis-connection';
+export * from './metrics';
+export * from './openapi';

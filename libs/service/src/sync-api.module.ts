@@ -17,6 +17,12 @@ import { ApiExceptionFilter } from './http/api-exception.filter';
 import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { SyncController } from './http/sync.controller';
 import type { JsonLogger } from './logging/json-logger';
+import { figuresFromEngine, type InstanceFigures } from './metrics/instance-figures';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsLifecycle } from './metrics/metrics.lifecycle';
+import { SYNC_METRICS } from './metrics/metrics.tokens';
+import { SyncMetrics } from './metrics/sync-metrics';
+import { OpenApiController, OpenApiDocumentHolder } from './openapi/openapi-document';
 
 export interface SyncApiOptions {
   /** Cluster name → connection string, as configured at launch. */
@@ -31,6 +37,8 @@ export interface SyncApiOptions {
    * to its leader here). A plain function, so it needs nothing from this module's injector.
    */
   commandMiddleware?: (req: IncomingMessage, res: ServerResponse, next: () => void) => unknown;
+  /** What `GET /metrics` shows; default: this instance's engine (the coordinator: its workers). */
+  metricsSource?: () => InstanceFigures[];
 }
 
 /** Creates the engine after boot and closes it on shutdown (app.close() or a signal). */
@@ -64,7 +72,7 @@ export class SyncApiModule implements NestModule {
   static register(options: SyncApiOptions): DynamicModule {
     return {
       module: SyncApiModule,
-      controllers: [SyncController],
+      controllers: [SyncController, MetricsController, OpenApiController],
       providers: [
         { provide: SYNC_API_OPTIONS, useValue: options },
         { provide: SERVICE_LOGGER, useValue: options.logger },
@@ -72,6 +80,18 @@ export class SyncApiModule implements NestModule {
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
         EngineHolder,
         EngineLifecycle,
+        {
+          provide: SYNC_METRICS,
+          inject: [EngineHolder],
+          useFactory: (holder: EngineHolder) =>
+            new SyncMetrics({
+              source:
+                options.metricsSource ??
+                (() => [figuresFromEngine(options.id, () => holder.current())]),
+            }),
+        },
+        MetricsLifecycle,
+        OpenApiDocumentHolder,
       ],
     };
   }

@@ -66,6 +66,11 @@ export class ProgressBoard {
     });
   }
 
+  /** The workers and reports of the last successful read (null before the first). */
+  lastRoster(): Roster | null {
+    return this.roster;
+  }
+
   state(): SyncState {
     try {
       return this.progress().state;

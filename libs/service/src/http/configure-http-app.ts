@@ -1,4 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
+import { METRICS_PATH } from '../metrics/metrics.controller';
+import { mountOpenApi } from '../openapi/openapi-document';
+import { mountDashboard } from '../dashboard/serve-dashboard';
 
 export const API_PREFIX = 'api/v1';
 
@@ -8,8 +11,10 @@ export const API_PREFIX = 'api/v1';
  * bodies so its errors reach the API filter.
  */
 export function configureHttpApp(app: INestApplication): INestApplication {
-  app.setGlobalPrefix(API_PREFIX);
+  app.setGlobalPrefix(API_PREFIX, { exclude: [METRICS_PATH] }); // Prometheus scrapes /metrics
   const server = app.getHttpAdapter().getInstance() as { disable?: (setting: string) => void };
   server.disable?.('x-powered-by');
+  mountDashboard(app); // the live dashboard at `/`
+  mountOpenApi(app); // GET /api/v1/openapi.json
   return app;
 }

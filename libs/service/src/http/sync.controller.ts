@@ -7,6 +7,7 @@ import {
   validateEmptyRequest,
   validateStartRequest,
 } from '@sync/contracts';
+import { ApiOperationDocs } from '../openapi/api-operations';
 import { EngineHolder } from '../engine/engine-holder';
 import { CLUSTER_NAMES } from '../engine/engine.tokens';
 import { SUCCESS, type ProgressBody, type SuccessBody } from './api-envelope';
@@ -25,6 +26,7 @@ export class SyncController {
 
   @Post('start')
   @HttpCode(200)
+  @ApiOperationDocs('start')
   async start(
     @Body() body: unknown,
     @Headers(COMMAND_ID_HEADER) commandId?: string,
@@ -35,6 +37,7 @@ export class SyncController {
   }
 
   @Get('progress')
+  @ApiOperationDocs('progress')
   progress(@Query('detail') detail?: unknown): ProgressBody {
     const options = parseProgressDetail(detail);
     return {
@@ -45,6 +48,7 @@ export class SyncController {
 
   @Post('pause')
   @HttpCode(200)
+  @ApiOperationDocs('pause')
   async pause(
     @Body() body: unknown,
     @Headers(COMMAND_ID_HEADER) commandId?: string,
@@ -56,6 +60,7 @@ export class SyncController {
 
   @Post('resume')
   @HttpCode(200)
+  @ApiOperationDocs('resume')
   async resume(
     @Body() body: unknown,
     @Headers(COMMAND_ID_HEADER) commandId?: string,
@@ -67,6 +72,7 @@ export class SyncController {
 
   @Post('commit')
   @HttpCode(200)
+  @ApiOperationDocs('commit')
   async commit(
     @Body() body: unknown,
     @Headers(COMMAND_ID_HEADER) commandId?: string,
@@ -78,6 +84,7 @@ export class SyncController {
 
   @Post('reverse')
   @HttpCode(200)
+  @ApiOperationDocs('reverse')
   async reverse(
     @Body() body: unknown,
     @Headers(COMMAND_ID_HEADER) commandId?: string,

@@ -1,0 +1,3 @@
+export * from './api-schemas';
+export * from './api-operations';
+export * from './openapi-document';
