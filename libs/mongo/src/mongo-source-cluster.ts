@@ -5,6 +5,7 @@ import {
   type CollectionInfo,
   type DigestOptions,
   type DocumentBatch,
+  type HistoryWindow,
   type RangeDigest,
   type ReadOptions,
   type ShardingSnapshot,
@@ -12,7 +13,7 @@ import {
 } from '@sync/engine';
 import { createHash } from 'node:crypto';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
-import { MongoServerError, type MongoClient } from 'mongodb';
+import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
 
 /** CollectionUUIDMismatch, NamespaceNotFound, QueryPlanKilled (drop/rename killed the cursor). */
 const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
@@ -23,6 +24,8 @@ import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-meta
 
 /** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
 export class MongoSourceCluster implements SourceCluster {
+  /** The client talks to a mongos (no oplog of its own); learnt on first use. */
+  private router: boolean | undefined;
   constructor(
     private readonly client: MongoClient,
     private readonly host: string,
@@ -162,6 +165,44 @@ export class MongoSourceCluster implements SourceCluster {
       (reply.$clusterTime as { clusterTime?: unknown } | undefined)?.clusterTime;
     if (!time) throw new Error('appendOplogNote did not report an operation time');
     return time as Timestamp;
+  }
+
+  /**
+   * First and last entries of `local.oplog.rs` in natural order (what `rs.printReplicationInfo()`
+   * reads). Null where the oplog cannot be read: through a mongos (`local` is per shard), or
+   * without the right to read `local`.
+   */
+  async historyWindow(): Promise<HistoryWindow | null> {
+    if (this.router === undefined) {
+      const hello = await this.client.db('admin').command({ hello: 1 });
+      this.router = hello.msg === 'isdbgrid';
+    }
+    if (this.router) return null;
+    // `local` only takes readConcern "local".
+    const oplog = this.client
+      .db('local', { readConcern: new ReadConcern('local') })
+      .collection('oplog.rs');
+    const edge = async (direction: 1 | -1) => {
+      const [entry] = await oplog
+        .find({}, { sort: { $natural: direction }, limit: 1, projection: { ts: 1, wall: 1 } })
+        .toArray();
+      return entry as { ts?: unknown; wall?: unknown } | undefined;
+    };
+    try {
+      const [first, last] = await Promise.all([edge(1), edge(-1)]);
+      if (!(first?.ts instanceof Timestamp) || !(last?.ts instanceof Timestamp)) return null;
+      const wallMs = (e: { ts?: unknown; wall?: unknown }) =>
+        e.wall instanceof Date ? e.wall.getTime() : (e.ts as Timestamp).getHighBits() * 1000;
+      return {
+        oldest: first.ts,
+        newest: last.ts,
+        oldestWallMs: wallMs(first),
+        newestWallMs: wallMs(last),
+      };
+    } catch (error) {
+      if (error instanceof MongoServerError) return null; // mongos, unauthorized, …
+      throw error;
+    }
   }
 
   /**

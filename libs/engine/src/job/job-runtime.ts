@@ -43,6 +43,7 @@ export function createRunner(
       changeApplication: options.phases?.changeApplication,
       maxTransientRetries: options.maxTransientRetries,
       retryBaseMs: options.retryBaseMs,
+      historyGuard: options.historyGuard,
       verification: options.verification,
     },
     hooks,

@@ -1,3 +1,4 @@
+import type { HistoryGuardOptions } from './history-guard';
 import type { CopierOptions } from '../copy/copier';
 import type { PartitioningOptions } from '../copy/partition-planner';
 import type { TopologyCheck } from '../operations/start';
@@ -41,6 +42,8 @@ export interface SyncJobOptions {
   /** Transient failures retried in a row before the sync stops (see SyncRunner). */
   maxTransientRetries?: number;
   retryBaseMs?: number;
+  /** Oplog window guard tuning (see HistoryGuard). */
+  historyGuard?: HistoryGuardOptions;
   /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
   onCommitStep?: (step: string) => Promise<void>;
 }

@@ -12,6 +12,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import { prepareDestination } from '../prepare/destination-preparer';
 import { presplitRangeKey } from '../prepare/presplit';
 import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sync';
+import { HistoryGuard, type HistoryGuardOptions } from './history-guard';
 import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
@@ -26,8 +27,16 @@ export interface SyncRunnerOptions {
   changeApplication?: () => ChangeApplication;
   /** Transient failures retried in a row before the sync stops (default 8, ~2 min of backoff). */
   maxTransientRetries?: number;
-  /** First backoff between retries (default 500 ms, doubling, at most 30 s). */
+  /**
+   * First backoff between retries (default 500 ms, doubling, at most 30 s), with jitter: each
+   * wait is drawn uniformly from [½, 1] × that figure, so workers hit by one failover do not
+   * retry in lockstep.
+   */
   retryBaseMs?: number;
+  /** Random source for the jitter (tests); `Math.random` by default. */
+  random?: () => number;
+  /** Oplog window guard: how often it looks, when it warns. */
+  historyGuard?: HistoryGuardOptions;
   /** Embedded verifier tuning (parallel ranges, live re-check pause). */
   verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
 }
@@ -64,9 +73,12 @@ export class SyncRunner {
   /** What this worker of a per-shard sync is waiting for on the others (progress). */
   waitingFor: string | null = null;
   retrying = false;
+  /** Transient failures retried since this process started (progress `retries`). */
   retries = 0;
   /** The embedded verifier: a live pass while change events are applied, the commit's final one. */
   readonly verification: Verification;
+  /** Compares the source's oplog window with what the sync still needs of it (progress `warnings`). */
+  readonly historyGuard: HistoryGuard;
 
   constructor(
     private readonly options: SyncRunnerOptions,
@@ -76,6 +88,11 @@ export class SyncRunner {
       logger: options.logger,
       clock: options.clock,
       ...options.verification,
+    });
+    this.historyGuard = new HistoryGuard({
+      logger: options.logger,
+      clock: options.clock,
+      ...options.historyGuard,
     });
   }
 
@@ -144,31 +161,62 @@ export class SyncRunner {
     let attempt = 0;
     while (!signal.aborted) {
       const began = this.options.clock.now();
+      // The guard runs beside the run; T0 gone from the source's history ends the run at once.
+      const run = new AbortController();
+      const runSignal = AbortSignal.any([signal, run.signal]);
+      let lost: Error | null = null;
+      const session = this.hooks.session();
+      const guard = this.historyGuard.watch(
+        session,
+        runSignal,
+        () => {
+          const cea = this.cea?.status() ?? null;
+          // Once the copy is done the change application's checkpoint, not T0, must survive.
+          return {
+            applying: this.hooks.session().job.phase === 'copied' || cea !== null,
+            lagTimeSeconds: cea?.lagTimeSeconds ?? null,
+          };
+        },
+        (error) => {
+          lost = error;
+          run.abort();
+        },
+      );
       try {
-        await this.runOnce(this.hooks.session(), signal);
+        await this.runOnce(session, runSignal);
+        if (lost) throw lost;
         return;
       } catch (error) {
         if (signal.aborted) return;
-        const failure = error instanceof Error ? error : new Error(String(error));
+        const failure = lost ?? (error instanceof Error ? error : new Error(String(error)));
         if (this.options.clock.now() - began > 60_000) attempt = 0;
         if (isPermanent(failure) || attempt >= limit) {
-          this.failure = failure;
+          const final = isPermanent(failure)
+            ? failure
+            : new TransientFaultBudgetExhaustedError(attempt + 1, failure);
+          this.failure = final;
           this.retrying = false;
           this.controller?.abort();
-          await this.hooks.onPermanentFailure(failure);
+          await this.hooks.onPermanentFailure(final);
           return;
         }
         this.failure = failure;
         this.retrying = true;
         this.retries += 1;
-        const delay = Math.min(30_000, (this.options.retryBaseMs ?? 500) * 2 ** attempt++);
+        const ceiling = Math.min(30_000, (this.options.retryBaseMs ?? 500) * 2 ** attempt++);
+        const delay = Math.round(ceiling * (0.5 + 0.5 * (this.options.random ?? Math.random)()));
         this.options.logger.warn('sync step failed; retrying from the persisted state', {
           error: `${failure.name}: ${failure.message}`,
           retryInMs: delay,
+          attempt,
+          retries: this.retries,
         });
         await this.options.clock.sleep(delay, signal).catch(() => undefined);
         if (signal.aborted) return;
         await this.hooks.reload().catch(() => undefined);
+      } finally {
+        run.abort();
+        await guard;
       }
     }
   }
@@ -238,7 +286,8 @@ export class SyncRunner {
       store,
       (r) => (r?.ready && r.coordinatorID === shard.coordinatorID ? r : undefined),
       { clock: this.options.clock, signal, waiting: (w) => void (this.waitingFor = w) },
-      () => `waiting for the coordinator ${shard.coordinatorID} to start and prepare the destination`,
+      () =>
+        `waiting for the coordinator ${shard.coordinatorID} to start and prepare the destination`,
     ).catch((error: unknown) => {
       if (signal.aborted) return null;
       throw error;
@@ -349,6 +398,31 @@ export class SyncRunner {
       logger: this.options.logger,
       signal,
     });
+  }
+}
+
+/**
+ * Transient failures kept coming (`maxTransientRetries` in a row, none of the runs lasting a
+ * minute): the sync stops instead of spinning forever. Persisted and shown in progress as
+ * `TransientFaultBudgetExhausted`, with the last underlying error (and where it happened) in
+ * the message; `resume`/a restart tries again.
+ */
+export class TransientFaultBudgetExhaustedError extends Error {
+  readonly namespace?: string;
+  readonly eventTime?: Timestamp;
+
+  constructor(
+    readonly attempts: number,
+    readonly last: Error,
+  ) {
+    super(
+      `${attempts} transient failures in a row outlasted the retry budget; the last: ${last.name}: ${last.message}`,
+      { cause: last },
+    );
+    this.name = 'TransientFaultBudgetExhausted';
+    const located = last as Error & { namespace?: string; eventTime?: Timestamp };
+    if (located.namespace) this.namespace = located.namespace;
+    if (located.eventTime) this.eventTime = located.eventTime;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Timestamp } from 'bson';
 import { ApiError } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
-import type { SyncRunner } from '../job/sync-runner';
+import { isPermanent, type SyncRunner } from '../job/sync-runner';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
@@ -118,6 +118,38 @@ export function destinationWritable(state: CommitState | undefined): boolean {
   return commitStepIndex(state?.step) >= commitStepIndex('destinationUnblocked');
 }
 
+/** Transient failures of one commit step retried in place before the step is recorded failed. */
+const COMMIT_STEP_ATTEMPTS = 6;
+
+/**
+ * Runs a commit step, retrying transient failures (failover, network, timeouts — as the sync
+ * runner classifies them) with jittered exponential backoff (100 ms doubling): every step is
+ * idempotent, as a repeated `commit` already relies on.
+ */
+async function runWithRetries(
+  ctx: Omit<CommitStepContext, 'state'>,
+  name: string,
+  run: () => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      const failure = error instanceof Error ? error : new Error(String(error));
+      if (attempt >= COMMIT_STEP_ATTEMPTS || isPermanent(failure) || ctx.signal.aborted)
+        throw failure;
+      const delay = Math.round(100 * 2 ** (attempt - 1) * (0.5 + 0.5 * Math.random()));
+      ctx.logger.warn('commit step failed transiently; retrying', {
+        step: name,
+        error: `${failure.name}: ${failure.message}`,
+        attempt,
+        retryInMs: delay,
+      });
+      await ctx.clock.sleep(delay, ctx.signal).catch(() => undefined);
+    }
+  }
+}
+
 /**
  * Runs the steps not done yet, persisting each. A failing step is recorded (`commit.failed`)
  * and rethrown: the job stays COMMITTING, progress names the step and the error, and `commit`
@@ -151,7 +183,7 @@ export async function runCommitSteps(
       const where = shared
         ? await shared.before(step, COMMIT_STEPS[i - 1]?.name ?? 'requested', state)
         : 'run';
-      if (where === 'run') await step.run({ ...ctx, state });
+      if (where === 'run') await runWithRetries(ctx, step.name, () => step.run({ ...ctx, state }));
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       ctx.logger.error('commit step failed; call commit again to retry it', {

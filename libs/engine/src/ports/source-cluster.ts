@@ -76,6 +76,17 @@ export interface DigestOptions {
 }
 
 /**
+ * The source's change history (a replica set's oplog): its oldest and newest entries' times
+ * and wall-clock dates (ms since the epoch).
+ */
+export interface HistoryWindow {
+  oldest: Timestamp;
+  newest: Timestamp;
+  oldestWallMs: number;
+  newestWallMs: number;
+}
+
+/**
  * The collection a read was aimed at is no longer under that name (renamed, dropped, swapped
  * for another one) or its cursor was killed by such a DDL: the caller finds it again by UUID.
  */
@@ -146,4 +157,10 @@ export interface SourceCluster {
    * change stream is guaranteed to reach (the commit point).
    */
   writeNoop(message: string): Promise<Timestamp>;
+  /**
+   * The change history the source still holds (first and last entries of `local.oplog.rs` in
+   * natural order, as `rs.printReplicationInfo()` reads them), or null when it cannot be read
+   * (a mongos, no right to read `local`): the oplog window guard then stays silent.
+   */
+  historyWindow(): Promise<HistoryWindow | null>;
 }

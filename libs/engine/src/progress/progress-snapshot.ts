@@ -24,6 +24,13 @@ export interface ProgressSnapshot extends ProgressInputs {
   waitingFor: string | null;
   /** The embedded verifier: phase, namespaces verified / total, mismatches. */
   verification: VerificationStatus | null;
+  /**
+   * Conditions that do not stop the sync yet but may (the source's oplog window is small for
+   * the copy's expected remaining time or the lag): progress `warnings`, when any.
+   */
+  warnings?: string[];
+  /** Transient failures retried since the process started: progress `retries`, when any. */
+  retries?: number;
 }
 
 export interface SnapshotSources {
@@ -105,6 +112,8 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
       copied: job?.namespaces.filter((n) => n.copy !== 'pending').length ?? 0,
     },
     waitingFor: src.waitingFor ?? null,
+    warnings: runner && src.state !== 'COMMITTED' ? [...runner.historyGuard.warnings] : [],
+    retries: runner?.retries ?? 0,
     verification:
       runner?.verification.status(
         job,
@@ -145,6 +154,8 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
   progress.namespaces = snapshot.namespaces;
   if (snapshot.waitingFor) progress.waitingFor = snapshot.waitingFor;
   if (snapshot.verification) progress.verification = snapshot.verification;
+  if (snapshot.warnings?.length) progress.warnings = snapshot.warnings;
+  if (snapshot.retries) progress.retries = snapshot.retries;
   return progress;
 }
 
@@ -192,6 +203,8 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
       copied: snapshots.reduce((sum, s) => sum + s.namespaces.copied, 0),
     },
     verification: mergeVerification(snapshots.map((s) => s.verification)),
+    warnings: [...new Set(snapshots.flatMap((s) => s.warnings ?? []))],
+    retries: snapshots.reduce((sum, s) => sum + (s.retries ?? 0), 0),
   };
 }
 

@@ -24,6 +24,7 @@ import {
   type DocumentBatch,
   type RangeDigest,
   type ReadOptions,
+  type HistoryWindow,
   type SourceCluster,
 } from '../ports/source-cluster';
 
@@ -73,6 +74,8 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   failInsert: ((ns: string, docs: Document[]) => Error | null) | null = null;
   readDelayMs = 0;
   reads = 0;
+  /** What `historyWindow` reports (null: a source whose history cannot be read). */
+  history: HistoryWindow | null = null;
   readonly store: FakeJobStore;
 
   constructor(
@@ -279,6 +282,9 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async writeNoop(_message: string): Promise<Timestamp> {
     this.time = new Timestamp({ t: this.time.t, i: this.time.i + 1 });
     return this.time;
+  }
+  async historyWindow(): Promise<HistoryWindow | null> {
+    return this.history;
   }
   async dropCollection(database: string, collection: string): Promise<void> {
     this.databases.get(database)?.delete(collection);

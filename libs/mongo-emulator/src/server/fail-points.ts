@@ -39,6 +39,7 @@ class FailPoint {
         }
         break;
       case 'probability':
+        // p = 1 always fires, p = 0 never (Math.random() is in [0, 1)).
         if (Math.random() >= mode.p) return false;
         break;
     }
@@ -61,7 +62,18 @@ export function parseFailPointMode(value: unknown): FailPointMode {
       if (keys[0] === 'skip' && n !== undefined && Number.isInteger(n) && n >= 0) {
         return { kind: 'skip', remaining: n };
       }
-      if (keys[0] === 'activationProbability' && n !== undefined && n >= 0 && n <= 1) {
+      if (keys[0] === 'activationProbability') {
+        // mongod (FailPoint::parseBSON): a number in [0, 1]; each evaluation activates with
+        // that probability, independently (an int32 threshold against a uniform draw).
+        if (n === undefined) {
+          throw new CommandError(
+            'BadValue',
+            "the 'activationProbability' option to 'mode' must be a double between 0 and 1",
+          );
+        }
+        if (!(n >= 0 && n <= 1)) {
+          throw new CommandError('BadValue', 'activationProbability must be between 0.0 and 1.0');
+        }
         return { kind: 'probability', p: n };
       }
     }

@@ -16,10 +16,19 @@ import {
 } from './args';
 import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { cursorReply } from './cursor-reply';
+import { oplogRsDocuments } from './oplog-view';
 import { committedSnapshotDocuments, runOnViewForCursor } from './pipeline';
 
 function* mapDocs(docs: Iterable<Document>, fn: (d: Document) => Document): Generator<Document> {
   for (const d of docs) yield fn(d);
+}
+
+function* sliced(docs: Iterable<Document>, skip: number, limit?: number): Generator<Document> {
+  let index = 0;
+  for (const d of docs) {
+    if (limit && index >= skip + limit) return;
+    if (index++ >= skip) yield d;
+  }
 }
 
 export const findCommand: CommandDefinition = {
@@ -58,6 +67,16 @@ export const findCommand: CommandDefinition = {
     }
     if (limit && batchSize && batchSize > limit) batchSize = limit;
     if (collectionUuid) checkCollectionUuid(ctx, name, collectionUuid);
+
+    if (ctx.db === 'local' && name === 'oplog.rs') {
+      const natural = oplogRsDocuments(ctx.node.oplog, sort);
+      let docs: Iterable<Document> = Object.keys(filter).length
+        ? queryDocumentArray([...natural], { filter, skip, limit, collation, variables })
+        : sliced(natural, skip ?? 0, limit);
+      if (projection && Object.keys(projection).length)
+        docs = mapDocs(docs, compileProjection(projection));
+      return cursorReply(ctx, ns, docs[Symbol.iterator](), { batchSize, singleBatch });
+    }
 
     const view = ctx.node.catalog.getView(ctx.db, name);
     if (view) {

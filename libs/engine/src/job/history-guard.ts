@@ -1,0 +1,129 @@
+import type { Timestamp } from 'bson';
+import { HistoryLostError } from '../apply/errors';
+import type { Clock } from '../ports/clock';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { JobSession } from './job-session';
+
+export interface HistoryGuardOptions {
+  /** Pause between two looks at the source's oplog window (default 10 s). */
+  intervalMs?: number;
+  /**
+   * Warn when the expected remaining copy time (or the change-application lag) exceeds this
+   * share of the time the start point still stays in the source's history (default 0.5).
+   */
+  warnRatio?: number;
+}
+
+/** What the guard needs to know of the run at each look. */
+export interface GuardedRun {
+  /** The change application has started (its resume point, not T0, is what must survive). */
+  applying: boolean;
+  lagTimeSeconds: number | null;
+}
+
+const seconds = (ms: number) => Math.max(0, Math.round(ms / 1000));
+const tsSeconds = (ts: Timestamp) => ts.getHighBits() >>> 0;
+
+/**
+ * Oplog window guard: at the start of a run and every `intervalMs` while it goes on, compares
+ * the source's change history (oldest vs newest oplog entry) with what the sync still needs
+ * from it. While copying, T0 must stay in the history until change application opens its
+ * stream: the copy's expected remaining time (bytes left at the copy rate measured so far) is
+ * compared with how long T0 stays, i.e. the window minus T0's age. While applying, the lag is
+ * compared with the window. A small margin is a progress warning (and a log line when it
+ * appears); T0 already gone while copying fails the run with HistoryLost at once, instead of
+ * after the copy. A source that does not expose its history (mongos) is not guarded.
+ */
+export class HistoryGuard {
+  /** Current warnings (progress `warnings`), replaced at every look. */
+  warnings: string[] = [];
+  /** Copy rate reference: the first look that saw copied bytes in this process. */
+  private rateFrom: { at: number; bytes: number } | null = null;
+  private unsupported = false;
+
+  constructor(
+    private readonly options: HistoryGuardOptions & { logger: EngineLogger; clock: Clock },
+  ) {}
+
+  /**
+   * Looks every interval until `signal` aborts; calls `lost` (once, then stops) when T0 is
+   * gone from the source's history before change application has started.
+   */
+  async watch(
+    session: JobSession,
+    signal: AbortSignal,
+    run: () => GuardedRun,
+    lost: (error: HistoryLostError) => void,
+  ): Promise<void> {
+    const interval = this.options.intervalMs ?? 10_000;
+    while (!signal.aborted && !this.unsupported) {
+      try {
+        const failure = await this.check(session, run());
+        if (failure) {
+          if (!signal.aborted) lost(failure);
+          return;
+        }
+      } catch (error) {
+        // Looking is best effort: a failed read is retried at the next look.
+        this.options.logger.debug('reading the source oplog window failed', {
+          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        });
+      }
+      await this.options.clock.sleep(interval, signal).catch(() => undefined);
+    }
+  }
+
+  /** One look; returns the HistoryLost failure when T0 is already gone. */
+  async check(session: JobSession, run: GuardedRun): Promise<HistoryLostError | null> {
+    const window = await session.source.historyWindow();
+    if (!window) {
+      this.unsupported = true;
+      this.warnings = [];
+      return null;
+    }
+    const { job } = session;
+    const ratio = this.options.warnRatio ?? 0.5;
+    const windowMs = Math.max(0, window.newestWallMs - window.oldestWallMs);
+    const warnings: string[] = [];
+    if (!run.applying && job.t0) {
+      if (window.oldest.greaterThan(job.t0)) {
+        return new HistoryLostError(
+          `the source's change history no longer reaches the sync's start point T0 (${job.t0.toString()}): its oldest entry is ${window.oldest.toString()}; enlarge the source's oplog (replSetResizeOplog) and start the sync again`,
+          286,
+        );
+      }
+      const now = this.options.clock.now();
+      const copied = session.tally.copiedBytes;
+      if (!this.rateFrom || copied < this.rateFrom.bytes)
+        this.rateFrom = { at: now, bytes: copied };
+      const elapsed = now - this.rateFrom.at;
+      const rate = elapsed >= 1000 ? (copied - this.rateFrom.bytes) / elapsed : 0; // bytes/ms
+      const remaining = Math.max(0, (job.estimatedTotalBytes ?? 0) - copied);
+      const t0AgeMs = Math.max(0, window.newestWallMs - tsSeconds(job.t0) * 1000);
+      const headroomMs = Math.max(0, windowMs - t0AgeMs);
+      if (rate > 0 && remaining > 0) {
+        const expectedMs = remaining / rate;
+        if (expectedMs > headroomMs * ratio) {
+          warnings.push(
+            `OplogWindowSmall: the copy is expected to take about ${seconds(expectedMs)} s more (${remaining} bytes at ${Math.round(rate * 1000)} B/s), but the source's change history (about ${seconds(windowMs)} s) keeps T0 for only about ${seconds(headroomMs)} s more; if T0 leaves the history first the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
+          );
+        }
+      }
+    } else if (run.applying && run.lagTimeSeconds !== null) {
+      if (run.lagTimeSeconds * 1000 > windowMs * ratio) {
+        warnings.push(
+          `OplogWindowSmall: change application is ${run.lagTimeSeconds} s behind the source and its change history holds only about ${seconds(windowMs)} s; if the lag outgrows it the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
+        );
+      }
+    }
+    if (warnings.length > 0 && this.warnings.length === 0) {
+      this.options.logger.warn('source oplog window margin is small', {
+        warning: warnings[0],
+        oldest: window.oldest.toString(),
+        newest: window.newest.toString(),
+      });
+    }
+    this.warnings = warnings;
+    return null;
+  }
+}

@@ -1,0 +1,48 @@
+import { Long, type Document } from 'bson';
+import type { Oplog } from '../../oplog/oplog';
+import type { OplogEntry } from '../../oplog/oplog-entry';
+import { TERM } from '../admin/hello';
+
+/**
+ * `local.oplog.rs` as a read-only view of the node's oplog, in natural (ts) order — what
+ * `rs.printReplicationInfo()` / `db.getReplicationInfo()` read to find the oplog window:
+ * `find({}).sort({$natural: 1}).limit(1)` for the first entry, `$natural: -1` for the last.
+ *
+ * Each entry carries mongod's top-level oplog fields (`op`, `ns`, `ui`, `ts`, `t`, `v`,
+ * `wall`); `o` is the noop payload or, for CRUD, the document key (not the full mongod `o`).
+ */
+export function oplogRsDocuments(oplog: Oplog, sort: Document | undefined): Iterable<Document> {
+  const direction = sort && Object.keys(sort).length ? Number(sort.$natural ?? 1) : 1;
+  if (direction < 0) {
+    const all = [...oplog.entriesAfter(undefined)];
+    return mapEntries(all.reverse());
+  }
+  return mapEntries(oplog.entriesAfter(undefined));
+}
+
+function* mapEntries(entries: Iterable<OplogEntry>): Generator<Document> {
+  for (const entry of entries) yield toOplogRs(entry);
+}
+
+const OP_CODES: Partial<Record<OplogEntry['op'], string>> = {
+  insert: 'i',
+  update: 'u',
+  replace: 'u',
+  delete: 'd',
+  noop: 'n',
+};
+
+function toOplogRs(entry: OplogEntry): Document {
+  const op = OP_CODES[entry.op] ?? 'c';
+  const doc: Document = {
+    op,
+    ns: op === 'c' || !entry.coll ? `${entry.db}.$cmd` : `${entry.db}.${entry.coll}`,
+  };
+  if (entry.uuid) doc.ui = entry.uuid;
+  doc.o = entry.o ?? entry.documentKey ?? {};
+  doc.ts = entry.ts;
+  doc.t = TERM;
+  doc.v = Long.fromNumber(2);
+  doc.wall = new Date(entry.wallMs);
+  return doc;
+}
