@@ -1,5 +1,6 @@
 import {
   ApiError,
+  type CommandOperation,
   type CommandOptions,
   type Progress,
   type StartRequest,
@@ -9,7 +10,7 @@ import {
 import type { SyncEngine } from '@sync/engine';
 import type { JsonLogger } from '@sync/service';
 import { randomUUID } from 'node:crypto';
-import { summarizeOutcomes } from './broadcast/command-outcomes';
+import { summarizeOutcomes, validateThenStart, type Outcomes } from './broadcast/command-outcomes';
 import type { CommandBroadcaster } from './broadcast/command-broadcaster';
 import { targetWorkers } from './broadcast/worker-set';
 import type { ClusterClients } from './clusters/cluster-clients';
@@ -84,13 +85,25 @@ export class CoordinatorEngine implements SyncEngine {
     const workers = targetWorkers(roster.registrations, shards);
     const commandId = options?.commandId ?? `auto-${randomUUID()}`;
     this.options.logger.info('broadcasting a command', { operation, commandId, epoch, workers });
-    let outcomes;
-    try {
-      outcomes = await this.options.broadcaster.broadcast(
-        { operation, ...(request ? { request } : {}), commandId, epoch, issuedBy: this.options.id },
+    const send = (kind: CommandOperation): Promise<Outcomes> =>
+      this.options.broadcaster.broadcast(
+        {
+          operation: kind,
+          ...(request ? { request } : {}),
+          commandId,
+          epoch,
+          issuedBy: this.options.id,
+        },
         workers,
         this.options.commandTimeoutMs,
       );
+    let failure: ApiError | null;
+    try {
+      // A start is validated on every worker before any is sent start (none starts otherwise).
+      failure =
+        operation === 'start'
+          ? await validateThenStart(send)
+          : summarizeOutcomes(operation, await send(operation));
     } catch (error) {
       this.options.logger.warn('the command could not be queued', { operation, error });
       throw new ApiError(
@@ -98,7 +111,6 @@ export class CoordinatorEngine implements SyncEngine {
         `${operation} could not be sent: Redis is unreachable; the workers keep syncing. Retry once it is back (with the same X-Command-Id it applies once).`,
       );
     }
-    const failure = summarizeOutcomes(operation, outcomes);
     // Progress read right after the answer shows the command's effect (workers report first).
     await this.options.board.refresh().catch(() => undefined);
     if (failure) throw failure;

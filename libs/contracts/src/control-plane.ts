@@ -35,9 +35,16 @@ export const UNSHARDED_WORKER_ID = 'worker';
  * escaped injectively ('_' → '_u', ':' → '_c'), so a retried request or a re-delivered flow
  * maps to the same jobs and is added once.
  */
-export function commandJobId(commandId: string, epoch: number, workerId?: string): string {
+export function commandJobId(
+  commandId: string,
+  epoch: number,
+  workerId?: string,
+  operation?: CommandOperation,
+): string {
   const escaped = commandId.replace(/_/g, '_u').replace(/:/g, '_c');
-  return `cmd-${escaped}-e${epoch}${workerId === undefined ? '' : `-w-${workerId}`}`;
+  // A start's validation round carries the start's own command id: its jobs get their own prefix.
+  const prefix = operation === 'validate' ? 'val' : 'cmd';
+  return `${prefix}-${escaped}-e${epoch}${workerId === undefined ? '' : `-w-${workerId}`}`;
 }
 
 export interface WorkerRegistration {
@@ -72,7 +79,15 @@ export interface LeaderLease {
   token: string;
 }
 
-export const COMMAND_JOB_NAME: Record<SyncOperation, string> = {
+/**
+ * What a command job asks of a worker: an API operation, or `validate` — the dry run of a
+ * start (the engine's checks, nothing written) that the coordinator sends to every worker
+ * before any of them is sent `start`.
+ */
+export type CommandOperation = SyncOperation | 'validate';
+
+export const COMMAND_JOB_NAME: Record<CommandOperation, string> = {
+  validate: 'validate',
   start: 'start',
   pause: 'pause',
   resume: 'resume',
@@ -81,10 +96,13 @@ export const COMMAND_JOB_NAME: Record<SyncOperation, string> = {
 };
 
 export interface CommandJobData {
-  operation: SyncOperation;
-  /** The validated start body (start only). */
+  operation: CommandOperation;
+  /** The validated start body (start and validate). */
   request?: StartRequest;
-  /** Passed to the engine, which applies a command id once (X-Command-Id semantics). */
+  /**
+   * Passed to the engine, which applies a command id once (X-Command-Id semantics); a validate
+   * carries the id of the start it precedes (a start already applied validates as accepted).
+   */
   commandId: string;
   /** Fencing: the leadership epoch of the coordinator that issued it. */
   epoch: number;

@@ -15,6 +15,8 @@ export interface SyncEngine {
   readonly state: SyncState;
   /** Validates against the clusters, persists the job, moves IDLE → RUNNING. */
   start(request: StartRequest, options?: CommandOptions): Promise<void>;
+  /** start's checks without its writes (a coordinator validates on every worker first). */
+  validateStart?(request: StartRequest, options?: CommandOptions): Promise<void>;
   /** A snapshot; never throws except NotReady while INITIALIZING. */
   progress(options?: ProgressOptions): Progress;
   /** The raw, mergeable snapshot `progress` renders (what a coordinator merges). */

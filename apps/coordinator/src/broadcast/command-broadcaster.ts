@@ -53,7 +53,7 @@ export class CommandBroadcaster {
     workers: readonly string[],
     timeoutMs: number,
   ): Promise<Outcomes> {
-    const parentId = commandJobId(data.commandId, data.epoch);
+    const parentId = commandJobId(data.commandId, data.epoch, undefined, data.operation);
     if (!(await this.parents.getJob(parentId))) {
       await this.flows.add({
         name: COMMAND_JOB_NAME[data.operation],
@@ -64,7 +64,10 @@ export class CommandBroadcaster {
           name: COMMAND_JOB_NAME[data.operation],
           queueName: commandQueueName(worker),
           data,
-          opts: { ...CHILD_OPTIONS, jobId: commandJobId(data.commandId, data.epoch, worker) },
+          opts: {
+            ...CHILD_OPTIONS,
+            jobId: commandJobId(data.commandId, data.epoch, worker, data.operation),
+          },
         })),
       });
     }
@@ -74,7 +77,7 @@ export class CommandBroadcaster {
       for (const worker of workers) {
         if (outcomes.get(worker) !== 'pending') continue;
         const job = await this.queue(worker).getJob(
-          commandJobId(data.commandId, data.epoch, worker),
+          commandJobId(data.commandId, data.epoch, worker, data.operation),
         );
         if (job && (await job.getState()) === 'completed')
           outcomes.set(worker, job.returnvalue as CommandJobResult);

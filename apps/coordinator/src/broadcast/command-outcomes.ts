@@ -1,4 +1,9 @@
-import { ApiError, type CommandJobResult, type SyncOperation } from '@sync/contracts';
+import {
+  ApiError,
+  type CommandJobResult,
+  type CommandOperation,
+  type SyncOperation,
+} from '@sync/contracts';
 
 /** What each target worker did with a command: its verdict, or still pending at the deadline. */
 export type Outcomes = Map<string, CommandJobResult | 'pending'>;
@@ -7,9 +12,14 @@ export type Outcomes = Map<string, CommandJobResult | 'pending'>;
  * One answer for the whole command, or null for success. All took it → success. Some still
  * pending → CommandPending naming them (their jobs stay queued). All refused with the same
  * error → that error (the same name a single worker would give). Otherwise WorkersRejected
- * with every worker's outcome.
+ * with every worker's outcome. `validation`: the outcomes are the dry run that precedes a start
+ * (nothing was started anywhere when it fails).
  */
-export function summarizeOutcomes(operation: SyncOperation, outcomes: Outcomes): ApiError | null {
+export function summarizeOutcomes(
+  operation: SyncOperation,
+  outcomes: Outcomes,
+  validation = false,
+): ApiError | null {
   const entries = [...outcomes.entries()];
   const describe = ([worker, outcome]: [string, CommandJobResult | 'pending']): string =>
     outcome === 'pending'
@@ -20,6 +30,12 @@ export function summarizeOutcomes(operation: SyncOperation, outcomes: Outcomes):
   const pending = entries.filter(([, outcome]) => outcome === 'pending').map(([w]) => w);
   if (pending.length > 0) {
     const others = entries.filter(([, o]) => o !== 'pending');
+    if (validation) {
+      return new ApiError(
+        'CommandPending',
+        `${operation} was not validated by ${pending.join(', ')} before the deadline, so no worker was started (the validation stays queued for them; progress shows them missing if they are down). Retry with the same X-Command-Id to wait again${others.length > 0 ? `. Others: ${others.map(describe).join('; ')}` : ''}.`,
+      );
+    }
     return new ApiError(
       'CommandPending',
       `${operation} was not taken by ${pending.join(', ')} before the deadline; it stays queued for them (progress shows them missing if they are down). Retry with the same X-Command-Id to wait again${others.length > 0 ? `. Others: ${others.map(describe).join('; ')}` : ''}.`,
@@ -34,8 +50,27 @@ export function summarizeOutcomes(operation: SyncOperation, outcomes: Outcomes):
       distinct.length === 1 ? distinct[0] : entries.map(describe).join('; '),
     );
   }
+  if (validation) {
+    return new ApiError(
+      'WorkersRejected',
+      `${operation} was refused by ${refusals.length} of ${entries.length} workers, so none was started: ${entries.map(describe).join('; ')}.`,
+    );
+  }
   return new ApiError(
     'WorkersRejected',
     `${operation}: ${entries.map(describe).join('; ')}${operation === 'start' ? '. Workers that accepted hold a started sync; pause it or fix the cause on the others' : ''}.`,
   );
+}
+
+/**
+ * `start` in two rounds: every target worker first validates the request (the engine's start
+ * checks, nothing written); only when all accepted is `start` sent — so a start some workers
+ * would refuse starts none. `send` broadcasts one round and waits for its outcomes.
+ */
+export async function validateThenStart(
+  send: (operation: Extract<CommandOperation, 'validate' | 'start'>) => Promise<Outcomes>,
+): Promise<ApiError | null> {
+  const refused = summarizeOutcomes('start', await send('validate'), true);
+  if (refused) return refused;
+  return summarizeOutcomes('start', await send('start'));
 }

@@ -17,6 +17,10 @@ function engine(): SyncEngine & { calls: string[] } {
     state: 'RUNNING',
     progress: () => ({}) as never,
     start: (_request, options) => command('start')(options),
+    validateStart: async (request) => {
+      calls.push('validate');
+      if (request.reversible) throw new ApiError('ReversibleRequiresWriteBlocking', 'no');
+    },
     pause: command('pause'),
     resume: command('resume'),
     commit: command('commit'),
@@ -54,5 +58,18 @@ describe('CommandProcessor', () => {
       error: 'InvalidState',
     });
     await expect(processor.process(job('commit', 1))).rejects.toThrow(ApiError);
+  });
+
+  it('validate runs the engine’s dry run of start, and a refusal is a result', async () => {
+    const e = engine();
+    const processor = new CommandProcessor(() => e);
+    const request = { source: 'cluster0', destination: 'cluster1' } as never;
+    const validate = (body: object): CommandJobData =>
+      ({ ...job('validate', 1, 's-1'), request: body }) as CommandJobData;
+    await expect(processor.process(validate(request))).resolves.toEqual({ ok: true });
+    await expect(
+      processor.process(validate({ ...(request as object), reversible: true })),
+    ).resolves.toMatchObject({ ok: false, error: 'ReversibleRequiresWriteBlocking' });
+    expect(e.calls).toEqual(['validate', 'validate']);
   });
 });

@@ -12,7 +12,8 @@ import type { SyncEngine } from '@sync/engine';
  * leadership epoch than any this worker has accepted is refused, so a coordinator that lost its
  * lease (paused, partitioned) cannot act late. Refusals are results, not failures: the
  * coordinator reports them. Only transient faults (NotReady, a network error) throw, and BullMQ
- * retries the job.
+ * retries the job. `validate` (the dry run of a start, before the coordinator sends `start` to
+ * anyone) runs the engine's start checks and changes nothing.
  */
 export class CommandProcessor {
   private highest = 0;
@@ -52,6 +53,12 @@ export class CommandProcessor {
     const engine = this.engine();
     const options = { commandId: data.commandId };
     switch (data.operation) {
+      case 'validate':
+        if (!data.request) throw new ApiError('InvalidRequest', 'validate without a request body');
+        if (!engine.validateStart) {
+          throw new ApiError('InternalError', 'this worker cannot validate a start (no dry run)');
+        }
+        return engine.validateStart(data.request, options);
       case 'start':
         if (!data.request) throw new ApiError('InvalidRequest', 'start without a request body');
         return engine.start(data.request, options);

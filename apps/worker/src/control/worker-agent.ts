@@ -104,7 +104,17 @@ export class WorkerAgent {
 
   private async take(job: Job<CommandJobData, CommandJobResult>): Promise<CommandJobResult> {
     const { operation, commandId, epoch, issuedBy } = job.data;
-    this.options.logger.info('command received', { operation, commandId, epoch, issuedBy });
+    // A validate carries its start's command id: logged apart, so "command received" counts each
+    // command once.
+    this.options.logger.info(
+      operation === 'validate' ? 'start validation received' : 'command received',
+      {
+        operation,
+        commandId,
+        epoch,
+        issuedBy,
+      },
+    );
     const result = await this.processor.process(job.data);
     if (!result.ok) this.options.logger.warn('command refused', { operation, ...result });
     await this.heartbeat(); // published before the job completes: the coordinator's next read shows it

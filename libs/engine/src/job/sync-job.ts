@@ -20,7 +20,7 @@ import {
 } from '../operations/commit';
 import { findPersistedJob } from '../operations/restore';
 import { assertReversible, reverseJob } from '../operations/reverse';
-import { startJob } from '../operations/start';
+import { checkStart, startJob } from '../operations/start';
 import { systemClock, type Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, PersistedJob } from '../ports/job-store';
@@ -130,6 +130,21 @@ export class SyncJob implements SyncEngine {
       this.adopt({ job: started.job, partitions: [] }, started.hosts);
       this.current = 'RUNNING';
       this.runner!.start();
+    });
+  }
+
+  /**
+   * The dry run of `start`: the same state check and the same checks as `start` up to its first
+   * write (`checkStart`), nothing persisted, claimed or changed on either cluster. A start whose
+   * command id was already applied validates as accepted (the retried request succeeds again).
+   */
+  async validateStart(request: StartRequest, options?: CommandOptions): Promise<void> {
+    if (this.seen('start', options)) return;
+    this.guard('start');
+    await checkStart(request, {
+      ...(this.options.shardId !== undefined ? { shardId: this.options.shardId } : {}),
+      clusters: this.options.clusters,
+      checkTopology: this.options.checkTopology,
     });
   }
 

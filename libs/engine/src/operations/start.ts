@@ -15,7 +15,7 @@ import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { CoordinationStore } from '../ports/coordination-store';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { CommandRecord, JobRecord } from '../ports/job-store';
+import type { CommandRecord, JobRecord, ShardAssignment } from '../ports/job-store';
 import { planSync } from '../plan/planner';
 import { planSharding } from '../prepare/sharding-plan';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
@@ -38,6 +38,53 @@ export function validateRequest(
     if (error instanceof UnsafeRegexError) throw new ApiError('InvalidRequest', error.message);
     throw error;
   }
+}
+
+export interface StartChecks {
+  filter: NamespaceFilter;
+  sourceInfo: ClusterDescription;
+  destinationInfo: ClusterDescription;
+  coordination: CoordinationStore;
+  shard: ShardAssignment | undefined;
+}
+
+/**
+ * Every check of `start` before its first write (request rules, both clusters described,
+ * topology rules, this worker's shard id, a per-shard sync already on the destination). Reads
+ * only: `startJob` runs it first, and a worker's dry run (`SyncJob.validateStart`) runs it alone.
+ */
+export async function checkStart(
+  request: StartRequest,
+  deps: { clusters: ClusterDirectory; checkTopology?: TopologyCheck; shardId?: string },
+): Promise<StartChecks> {
+  const { clusters } = deps;
+  const filter = validateRequest(request, clusters);
+  const [sourceInfo, destinationInfo] = await Promise.all([
+    clusters.source(request.source).describe(),
+    clusters.destination(request.destination).describe(),
+  ]);
+  (deps.checkTopology ?? checkTopologyRules)(
+    request,
+    shapeOf(sourceInfo),
+    shapeOf(destinationInfo),
+  );
+  const coordination = clusters.coordination(request.destination);
+  const shared = await coordination.load();
+  const shard =
+    deps.shardId === undefined
+      ? undefined
+      : assignShard(deps.shardId, {
+          name: request.source,
+          kind: sourceInfo.kind,
+          shards: sourceInfo.fingerprint.members,
+        });
+  if (!shard && shared && !sharedSyncCommitted(shared)) {
+    throw new ApiError(
+      'PerShardSyncInProgress',
+      `the destination ${request.destination} holds a sync run by one worker per source shard (${shared.members.join(', ')}); launch one worker per shard with --id.`,
+    );
+  }
+  return { filter, sourceInfo, destinationInfo, coordination, shard };
 }
 
 export interface StartedJob {
@@ -67,34 +114,12 @@ export async function startJob(
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
-  const filter = validateRequest(request, clusters);
+  const { filter, sourceInfo, destinationInfo, coordination, shard } = await checkStart(
+    request,
+    deps,
+  );
   const source = clusters.source(request.source);
   const destination = clusters.destination(request.destination);
-  const [sourceInfo, destinationInfo] = await Promise.all([
-    source.describe(),
-    destination.describe(),
-  ]);
-  (deps.checkTopology ?? checkTopologyRules)(
-    request,
-    shapeOf(sourceInfo),
-    shapeOf(destinationInfo),
-  );
-  const coordination = clusters.coordination(request.destination);
-  const shared = await coordination.load();
-  const shard =
-    deps.shardId === undefined
-      ? undefined
-      : assignShard(deps.shardId, {
-          name: request.source,
-          kind: sourceInfo.kind,
-          shards: sourceInfo.fingerprint.members,
-        });
-  if (!shard && shared && !sharedSyncCommitted(shared)) {
-    throw new ApiError(
-      'PerShardSyncInProgress',
-      `the destination ${request.destination} holds a sync run by one worker per source shard (${shared.members.join(', ')}); launch one worker per shard with --id.`,
-    );
-  }
   if (shard) await deps.claim?.(coordination);
   const base = {
     request,
