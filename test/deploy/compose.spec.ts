@@ -689,11 +689,13 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
 
   describe('the apps', () => {
     const stderr: string[] = [];
-    const launch = (args: string[], launchProgram: LaunchProgram) =>
+    /** The service's command line with its own environment (SYNC_API_TOKEN), as compose runs it. */
+    const launch = (args: string[], launchProgram: LaunchProgram, service: string) =>
       readLaunchConfig(
         args,
         { stdout: () => undefined, stderr: (text) => stderr.push(text) },
         launchProgram,
+        resolved[service].environment ?? {},
       );
 
     it('names entry points built from the apps’ sources (tsconfig.build: rootDir ./ → dist/)', () => {
@@ -720,7 +722,7 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
         for (const used of usedFlags(args))
           expect([name, cli.flags]).toEqual([name, expect.arrayContaining([used])]);
         stderr.length = 0;
-        const result = launch(args, cli.program);
+        const result = launch(args, cli.program, name);
         expect([name, stderr.join('')]).toEqual([name, '']);
         expect('config' in result && result.config.id).toBe(name.replace(/^worker-/, ''));
         expect('config' in result && result.config.redis).toBeTruthy();
@@ -738,7 +740,7 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
           for (const used of usedFlags(args))
             expect([name, cli.flags]).toEqual([name, expect.arrayContaining([used])]);
           stderr.length = 0;
-          const result = launch(args, cli.program);
+          const result = launch(args, cli.program, name);
           expect([name, stderr.join('')]).toEqual([name, '']);
           expect('config' in result).toBe(true);
         }

@@ -89,8 +89,12 @@ export class CoordinatorModule {
               staleMs: settings.workerStaleMs,
             });
           },
-          commandMiddleware: leaderForwarding(leadership, id, settings.commandTimeoutMs, () =>
-            board.refresh(),
+          commandMiddleware: leaderForwarding(
+            leadership,
+            id,
+            settings.commandTimeoutMs,
+            () => board.refresh(),
+            config.apiToken,
           ),
         }),
       ],

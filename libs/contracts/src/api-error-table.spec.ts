@@ -14,7 +14,7 @@ describe('API error table', () => {
 
   it('uses only the statuses the API promises', () => {
     const statuses = new Set(Object.values(API_ERRORS).map((entry) => entry.httpStatus));
-    expect([...statuses].sort()).toEqual([400, 404, 409, 413, 415, 500, 503]);
+    expect([...statuses].sort()).toEqual([400, 401, 404, 409, 413, 415, 500, 503]);
   });
 
   // The README documents the errors; this keeps it generated from API_ERRORS, never hand-edited.

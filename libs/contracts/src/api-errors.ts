@@ -6,7 +6,7 @@
  * Statuses: 400 the request itself is wrong (retrying the same request never helps), 409 the
  * request is fine but the sync is in the wrong state for it, 503 the instance is not ready yet
  * (retrying is safe), 500 the sync failed or something unexpected happened, and the transport
- * errors 404 / 413 / 415.
+ * errors 401 / 404 / 413 / 415.
  */
 export const API_ERRORS = {
   // Transport: the request never reached validation.
@@ -17,6 +17,11 @@ export const API_ERRORS = {
     description: 'POST bodies must be JSON sent with Content-Type: application/json.',
   },
   PayloadTooLarge: { httpStatus: 413, description: 'The request body exceeds the 1 MiB limit.' },
+  Unauthorized: {
+    httpStatus: 401,
+    description:
+      'The instance was launched with an API token (--apiToken or SYNC_API_TOKEN) and the request did not send it as Authorization: Bearer <token>; the dashboard takes it as /#token=<token>.',
+  },
 
   // The start body and its rules (SEED-API.md §2.1–2.3, §4.1, SPEC.md §3).
   InvalidRequest: {

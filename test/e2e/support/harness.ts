@@ -138,18 +138,39 @@ export interface ApiResult {
   };
 }
 
+export interface WorkerApiOptions {
+  /** Sent as `Authorization: Bearer <token>` (a worker launched with an API token). */
+  token?: string;
+  /** Every response body is appended here (leak checks). */
+  record?: string[];
+}
+
 /** /api/v1 of one worker process. */
 export class WorkerApi {
-  constructor(readonly baseUrl: string) {}
+  constructor(
+    readonly baseUrl: string,
+    private readonly options: WorkerApiOptions = {},
+  ) {}
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    const token = this.options.token;
+    return token === undefined ? extra : { ...extra, authorization: `Bearer ${token}` };
+  }
+
+  private async result(response: Response): Promise<ApiResult> {
+    const text = await response.text();
+    this.options.record?.push(text);
+    return { status: response.status, body: JSON.parse(text) as ApiResult['body'] };
+  }
 
   async post(operation: string, body: object = {}): Promise<ApiResult> {
     const response = await fetch(`${this.baseUrl}/${operation}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: this.headers({ 'content-type': 'application/json' }),
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(120_000),
     });
-    return { status: response.status, body: (await response.json()) as ApiResult['body'] };
+    return this.result(response);
   }
 
   /** POSTs and fails the test with the API's error name when the call is refused. */
@@ -162,9 +183,10 @@ export class WorkerApi {
 
   async progressResult(): Promise<ApiResult> {
     const response = await fetch(`${this.baseUrl}/progress`, {
+      headers: this.headers(),
       signal: AbortSignal.timeout(10_000),
     });
-    return { status: response.status, body: (await response.json()) as ApiResult['body'] };
+    return this.result(response);
   }
 
   /** The progress snapshot; throws on an error envelope (503 NotReady while initializing). */

@@ -11,7 +11,8 @@ type BodyRequest = IncomingMessage & { body?: unknown; originalUrl?: string };
 /**
  * On a follower, a command is relayed to the leader (same body, same X-Command-Id — generated
  * here when the client sent none, so a retried forward applies once) and the leader's answer
- * is returned as is. Progress (GET) is served by every replica itself.
+ * is returned as is. Progress (GET) is served by every replica itself. With an API token, the
+ * forward carries this replica's token (the client's was checked here already).
  */
 export function leaderForwarding(
   leadership: Leadership,
@@ -19,6 +20,8 @@ export function leaderForwarding(
   timeoutMs: number,
   /** After the leader answered: this replica re-reads progress so it shows the effect too. */
   afterForward: () => Promise<unknown> = async () => undefined,
+  /** This replica's API token (replicas share one): the leader requires it like any client. */
+  apiToken?: string,
 ): (req: BodyRequest, res: ServerResponse, next: () => void) => Promise<void> {
   return async (req, res, next) => {
     if (req.method !== 'POST' || leadership.isLeader()) return next();
@@ -41,6 +44,7 @@ export function leaderForwarding(
           'content-type': 'application/json',
           [COMMAND_ID_HEADER]: commandId,
           [FORWARDED_HEADER]: selfId,
+          ...(apiToken === undefined ? {} : { authorization: `Bearer ${apiToken}` }),
         },
         body: JSON.stringify(req.body ?? {}),
         signal: AbortSignal.timeout(timeoutMs + 15_000),

@@ -88,12 +88,10 @@ describe("the coordinator's /metrics: every worker's figures, by worker", () => 
 
   function scrape(figures: () => InstanceFigures[]) {
     const metrics = new SyncMetrics({ source: figures, defaultMetrics: false });
-    return metrics
-      .metrics()
-      .then((text) => ({
-        text,
-        families: new Map(parsePrometheusTextFormat(text).map((f) => [f.name, f])),
-      }));
+    return metrics.metrics().then((text) => ({
+      text,
+      families: new Map(parsePrometheusTextFormat(text).map((f) => [f.name, f])),
+    }));
   }
   const sample = (
     families: Map<string, ReturnType<typeof parsePrometheusTextFormat>[number]>,

@@ -8,16 +8,21 @@ Options:
   --cluster0 <uri>     connection string of the cluster named "cluster0" (mongodb:// or mongodb+srv://)
   --cluster1 <uri>     connection string of the cluster named "cluster1"
   --config <file>      YAML file with any of the keys below (cluster0, cluster1, port, host, id,
-                       logPath, verbosity, redis); command-line flags override it
+                       logPath, verbosity, redis, apiToken); command-line flags override it
   --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
-  --host <addr>        API address (default ${DEFAULT_HOST}; the API has no authentication)
+  --host <addr>        API address (default ${DEFAULT_HOST}; any other than loopback needs a token)
   --id <shardId>       id of this instance when one runs per source shard
   --redis <url>        join a coordinator (redis:// or rediss://): commands arrive through its
                        queue, this API serves progress; without --id the worker joins as the
                        single worker of the sync (id "worker")
+  --apiToken <token>   every request must send Authorization: Bearer <token> (16-512 chars)
   --logPath <file>     also append JSON log lines to this file
   --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC
   --help               print this help
+
+Secrets from the environment (flags win over it, it wins over --config; preferred to flags,
+which every local user sees in the process list): SYNC_CLUSTER0_URI, SYNC_CLUSTER1_URI,
+SYNC_REDIS_URL, SYNC_API_TOKEN.
 
 Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a fatal error, 2 on invalid options.
 `;

@@ -6,7 +6,7 @@ import { openFileSink, stdoutSink } from '../logging/log-sinks';
 
 /**
  * The logger of a worker or coordinator: stdout plus `--logPath`, level from `--verbosity`, and the clusters'
- * passwords registered as secrets before anything can log them. An unwritable log file is a
+ * passwords (and the API token) registered as secrets before anything can log them. An unwritable log file is a
  * launch error (exit 2), not a silent loss of the log.
  */
 export function createServiceLogger(config: ServiceConfig): JsonLogger {
@@ -24,5 +24,6 @@ export function createServiceLogger(config: ServiceConfig): JsonLogger {
   const logger = new JsonLogger(config.verbosity, sinks);
   logger.addSecrets(Object.values(config.clusters).flatMap(uriSecrets));
   if (config.redis !== undefined) logger.addSecrets(redisUrlSecrets(config.redis));
+  if (config.apiToken !== undefined) logger.addSecrets([config.apiToken]);
   return logger;
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { LaunchConfigError } from '../config/launch-config.error';
-import { loadServiceConfig } from '../config/load-service-config';
+import { loadServiceConfig, type LaunchEnv } from '../config/load-service-config';
 import { parseLaunchArgs } from '../config/parse-launch-args';
 import type { ServiceConfig } from '../config/service-options.dto';
 
@@ -22,6 +22,8 @@ export function readLaunchConfig(
   argv: readonly string[],
   out: { stdout: (text: string) => void; stderr: (text: string) => void },
   program: LaunchProgram,
+  /** SYNC_CLUSTER0_URI, SYNC_CLUSTER1_URI, SYNC_REDIS_URL, SYNC_API_TOKEN (flags win). */
+  env: LaunchEnv = process.env,
 ): LaunchConfig {
   try {
     const parsed = parseLaunchArgs(argv);
@@ -30,9 +32,14 @@ export function readLaunchConfig(
       return { exitCode: 0 };
     }
     return {
-      config: loadServiceConfig(parsed.flags, (path) => readFileSync(path, 'utf8'), {
-        requireRedis: program.requireRedis === true,
-      }),
+      config: loadServiceConfig(
+        parsed.flags,
+        (path) => readFileSync(path, 'utf8'),
+        {
+          requireRedis: program.requireRedis === true,
+        },
+        env,
+      ),
     };
   } catch (error) {
     if (!(error instanceof LaunchConfigError)) throw error;

@@ -64,16 +64,15 @@ export async function runService(program: ServiceProgram): Promise<void> {
     bodyParser: false,
     logger: new NestLoggerAdapter(logger),
   });
-  configureHttpApp(app);
+  configureHttpApp(app, config.apiToken === undefined ? {} : { apiToken: config.apiToken });
   shutdownOnSignals(app, logger, program.name);
   try {
     await app.listen(config.port, config.host);
   } catch (error) {
     fatal(error);
   }
-  if (config.host !== '127.0.0.1' && config.host !== 'localhost' && config.host !== '::1') {
-    logger.warn('the API has no authentication and listens beyond loopback', { host: config.host });
-  }
+  // A non-loopback host without a token was refused at launch (loadServiceConfig).
+  if (config.apiToken !== undefined) logger.info('the API requires Authorization: Bearer <token>');
   const listening = listeningUrl((app.getHttpServer() as Server).address(), config.host);
   announce(listening);
   logger.info(`${program.name} listening`, { url: listening, syncID: config.id ?? null });

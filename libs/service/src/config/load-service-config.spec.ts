@@ -4,6 +4,7 @@ import { LaunchConfigError } from './launch-config.error';
 
 const URI0 = 'mongodb://alice:s3cretpw@h0:27017/?replicaSet=rs0';
 const URI1 = 'mongodb+srv://bob:0therpw@cluster1.example.net/';
+const TOKEN = 'T0ken-for-the-api-0123456789';
 const noFile: ReadTextFile = () => {
   throw Object.assign(new Error('missing'), { code: 'ENOENT' });
 };
@@ -52,6 +53,8 @@ describe('worker options', () => {
       '/tmp/w.log',
       '--verbosity',
       'debug',
+      '--apiToken',
+      TOKEN,
     ]);
     expect(config).toEqual({
       clusters: { cluster0: URI0, cluster1: URI1 },
@@ -60,6 +63,7 @@ describe('worker options', () => {
       id: 'shard-01',
       logPath: '/tmp/w.log',
       verbosity: 'DEBUG',
+      apiToken: TOKEN,
     });
   });
 
@@ -166,5 +170,95 @@ describe('worker options', () => {
 
   it('exits with code 2 for bad options', () => {
     expect(LaunchConfigError.EXIT_CODE).toBe(2);
+  });
+});
+
+describe('API token and secrets from the environment', () => {
+  const withEnv = (
+    argv: string[],
+    env: Record<string, string>,
+    readFile: ReadTextFile = noFile,
+  ) => {
+    const parsed = parseLaunchArgs(argv);
+    if (parsed.help) throw new Error('unexpected help');
+    return loadServiceConfig(parsed.flags, readFile, {}, env);
+  };
+  const envFailure = (argv: string[], env: Record<string, string>): string => {
+    try {
+      withEnv(argv, env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(LaunchConfigError);
+      const message = (error as Error).message;
+      for (const secret of ['s3cretpw', '0therpw', TOKEN]) expect(message).not.toContain(secret);
+      expect(message).not.toContain('\n');
+      return message;
+    }
+    throw new Error('expected a config error');
+  };
+
+  it('reads connection strings, Redis and the token from SYNC_* variables', () => {
+    const config = withEnv([], {
+      SYNC_CLUSTER0_URI: URI0,
+      SYNC_CLUSTER1_URI: URI1,
+      SYNC_REDIS_URL: 'redis://:pw@r:6379/0',
+      SYNC_API_TOKEN: TOKEN,
+    });
+    expect(config).toMatchObject({
+      clusters: { cluster0: URI0, cluster1: URI1 },
+      redis: 'redis://:pw@r:6379/0',
+      apiToken: TOKEN,
+    });
+  });
+
+  it('lets flags win over the environment, and the environment over YAML', () => {
+    const yaml = `cluster0: "mongodb://yaml0"\ncluster1: "mongodb://yaml1"\napiToken: yaml-token-0123456789\n`;
+    const config = withEnv(
+      ['--config', 'w.yaml', '--cluster0', URI0],
+      { SYNC_CLUSTER0_URI: 'mongodb://env0', SYNC_CLUSTER1_URI: URI1 },
+      () => yaml,
+    );
+    expect(config.clusters).toEqual({ cluster0: URI0, cluster1: URI1 });
+    expect(config.apiToken).toBe('yaml-token-0123456789');
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(envFailure(['--cluster1', URI1], { SYNC_CLUSTER0_URI: '' })).toContain(
+      '--cluster0 is required',
+    );
+  });
+
+  it('names the variable a bad value came from, without the value', () => {
+    expect(
+      envFailure(['--cluster0', URI0], { SYNC_CLUSTER1_URI: 'http://bob:0therpw@h' }),
+    ).toContain('--cluster1 (from SYNC_CLUSTER1_URI) is not a valid connection string');
+  });
+
+  it.each(['short', 'has a space in it 0123456789', 'x'.repeat(513)])(
+    'rejects the token %#',
+    (token) => {
+      expect(
+        envFailure(['--cluster0', URI0, '--cluster1', URI1], { SYNC_API_TOKEN: token }),
+      ).toContain('--apiToken (from SYNC_API_TOKEN) must be 16 to 512 printable ASCII');
+    },
+  );
+
+  it.each(['0.0.0.0', '::', '10.1.2.3', 'sync.example.net', '[::]'])(
+    'refuses the non-loopback host %s without a token',
+    (host) => {
+      const message = envFailure(['--cluster0', URI0, '--cluster1', URI1, '--host', host], {});
+      if (host === '[::]') return expect(message).toContain('--host must be');
+      expect(message).toContain(`--host ${host} is not a loopback address: set an API token`);
+    },
+  );
+
+  it.each(['127.0.0.1', '127.3.4.5', 'localhost', '::1'])('binds %s without a token', (host) => {
+    expect(withEnv(['--cluster0', URI0, '--cluster1', URI1, '--host', host], {}).host).toBe(host);
+  });
+
+  it('binds a non-loopback host with a token from the environment', () => {
+    const config = withEnv(['--cluster0', URI0, '--cluster1', URI1, '--host', '0.0.0.0'], {
+      SYNC_API_TOKEN: TOKEN,
+    });
+    expect(config).toMatchObject({ host: '0.0.0.0', apiToken: TOKEN });
   });
 });

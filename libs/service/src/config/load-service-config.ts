@@ -4,7 +4,7 @@ import { validateSync } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import type { ValueFlag } from './parse-launch-args';
 import { LaunchConfigError } from './launch-config.error';
-import { ServiceOptionsDto, type ServiceConfig } from './service-options.dto';
+import { isLoopbackHost, ServiceOptionsDto, type ServiceConfig } from './service-options.dto';
 
 const CONFIG_KEYS = [
   'cluster0',
@@ -15,7 +15,22 @@ const CONFIG_KEYS = [
   'logPath',
   'verbosity',
   'redis',
+  'apiToken',
 ] as const;
+
+/**
+ * Secrets may come from the environment (invisible in the process list, unlike flags).
+ * Precedence: command-line flag > environment variable > YAML file > default.
+ */
+export const ENV_OPTIONS = {
+  cluster0: 'SYNC_CLUSTER0_URI',
+  cluster1: 'SYNC_CLUSTER1_URI',
+  redis: 'SYNC_REDIS_URL',
+  apiToken: 'SYNC_API_TOKEN',
+} as const satisfies Partial<Record<ValueFlag, string>>;
+
+/** The environment variables read (an empty value counts as unset). */
+export type LaunchEnv = Readonly<Record<string, string | undefined>>;
 
 /** File access is injected so the whole load is testable without a disk. */
 export type ReadTextFile = (path: string) => string;
@@ -28,19 +43,37 @@ export function loadServiceConfig(
   flags: Partial<Record<ValueFlag, string>>,
   readFile: ReadTextFile,
   rules: { requireRedis?: boolean } = {},
+  env: LaunchEnv = {},
 ): ServiceConfig {
   const { config: configPath, ...cliOptions } = flags;
   const fromFile = configPath === undefined ? {} : readYamlConfig(configPath, readFile);
-  const merged: Record<string, unknown> = { ...fromFile, ...cliOptions };
+  const fromEnv: Record<string, string> = {};
+  for (const [key, name] of Object.entries(ENV_OPTIONS)) {
+    const value = env[name];
+    if (value !== undefined && value !== '' && flags[key as ValueFlag] === undefined)
+      fromEnv[key] = value;
+  }
+  const merged: Record<string, unknown> = { ...fromFile, ...fromEnv, ...cliOptions };
   const options = plainToInstance(ServiceOptionsDto, normalize(merged));
   const errors = validateSync(options, { stopAtFirstError: true, forbidUnknownValues: true });
   if (errors.length > 0) {
     const first = errors[0];
     const message = Object.values(first.constraints ?? {})[0] ?? 'is invalid';
-    throw new LaunchConfigError(`--${first.property} ${message}`);
+    const viaEnv =
+      first.property in fromEnv
+        ? ` (from ${ENV_OPTIONS[first.property as keyof typeof ENV_OPTIONS]})`
+        : '';
+    throw new LaunchConfigError(`--${first.property}${viaEnv} ${message}`);
   }
   if (rules.requireRedis && options.redis === undefined) {
-    throw new LaunchConfigError('--redis is required: a redis:// or rediss:// URL');
+    throw new LaunchConfigError(
+      `--redis is required: a redis:// or rediss:// URL (or ${ENV_OPTIONS.redis})`,
+    );
+  }
+  if (options.apiToken === undefined && !isLoopbackHost(options.host)) {
+    throw new LaunchConfigError(
+      `--host ${options.host} is not a loopback address: set an API token (${ENV_OPTIONS.apiToken}, apiToken in --config, or --apiToken) so the API is not open to the network`,
+    );
   }
   return {
     clusters: { cluster0: options.cluster0, cluster1: options.cluster1 },
@@ -50,6 +83,7 @@ export function loadServiceConfig(
     ...(options.id === undefined ? {} : { id: options.id }),
     ...(options.logPath === undefined ? {} : { logPath: options.logPath }),
     ...(options.redis === undefined ? {} : { redis: options.redis }),
+    ...(options.apiToken === undefined ? {} : { apiToken: options.apiToken }),
   };
 }
 

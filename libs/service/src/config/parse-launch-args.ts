@@ -11,6 +11,7 @@ export const VALUE_FLAGS = [
   'logPath',
   'verbosity',
   'redis',
+  'apiToken',
 ] as const;
 export type ValueFlag = (typeof VALUE_FLAGS)[number];
 

@@ -15,8 +15,25 @@ import { LOG_LEVELS, type LogLevel } from '../logging/log-levels';
 
 /** Default API port, as mongosync (27182). */
 export const DEFAULT_PORT = 27182;
-/** The API has no authentication (SPEC.md §6), so it listens on loopback unless told otherwise. */
+/**
+ * Without an API token the API has no authentication (SPEC.md §6), so it listens on loopback
+ * unless told otherwise; a non-loopback host requires a token (see isLoopbackHost).
+ */
 export const DEFAULT_HOST = '127.0.0.1';
+
+/** 127.0.0.0/8, ::1 and localhost: the only hosts the API may bind to without a token. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return (
+    bare === 'localhost' ||
+    bare === '::1' ||
+    bare === '0:0:0:0:0:0:0:1' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare)
+  );
+}
+
+/** Visible ASCII only (it travels in an HTTP header), long enough not to be guessed. */
+const API_TOKEN = /^[\x21-\x7e]{16,512}$/;
 
 const HOST =
   /^(localhost|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$/;
@@ -85,6 +102,15 @@ export class ServiceOptionsDto {
   @IsRedisUrl()
   @ValidateIf((_object, value) => value !== undefined)
   redis?: string;
+
+  /** Bearer token every request must send; required when `host` is not loopback. */
+  // Never echo the value: it is a secret.
+  @Matches(API_TOKEN, {
+    message: 'must be 16 to 512 printable ASCII characters without spaces',
+  })
+  @IsString({ message: 'must be 16 to 512 printable ASCII characters without spaces' })
+  @ValidateIf((_object, value) => value !== undefined)
+  apiToken?: string;
 }
 
 /** The validated, typed launch configuration. */
@@ -96,4 +122,6 @@ export interface ServiceConfig {
   logPath?: string;
   verbosity: LogLevel;
   redis?: string;
+  /** Every request must send `Authorization: Bearer <apiToken>` when set. */
+  apiToken?: string;
 }

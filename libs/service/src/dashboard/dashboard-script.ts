@@ -14,6 +14,27 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
   'use strict';
   var API = 'api/v1/';
   var POLL_MS = 1000;
+
+  // An instance launched with an API token: open the page as /#token=<token>. The fragment never
+  // reaches the server; the token is kept for this tab (sessionStorage), removed from the address
+  // bar, and sent as Authorization: Bearer with every API call.
+  var TOKEN = (function () {
+    var match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    var token = null;
+    try { token = match ? decodeURIComponent(match[1]) : null; } catch (e) { token = null; }
+    try {
+      if (token) sessionStorage.setItem('cluster-sync-token', token);
+      else token = sessionStorage.getItem('cluster-sync-token');
+    } catch (e) { /* storage disabled: the token lives as long as the page */ }
+    if (match && history.replaceState) history.replaceState(null, '', location.pathname + location.search);
+    return token;
+  })();
+
+  function authHeaders(headers) {
+    var out = headers || {};
+    if (TOKEN) out.authorization = 'Bearer ' + TOKEN;
+    return out;
+  }
   var WINDOW_MS = 5 * 60 * 1000;
   var MAX_ROWS = 500;
   var lagHistory = [];
@@ -310,7 +331,7 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
 
   async function poll() {
     try {
-      var response = await fetch(API + 'progress?detail=namespaces', { cache: 'no-store', signal: AbortSignal.timeout(5000) });
+      var response = await fetch(API + 'progress?detail=namespaces', { headers: authHeaders(), cache: 'no-store', signal: AbortSignal.timeout(5000) });
       var body = await readJson(response);
       if (body && body.success && body.progress) {
         render(body.progress);
@@ -362,7 +383,7 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
     var time = function () { return ' (' + new Date().toLocaleTimeString() + ')'; };
     try {
       var response = await fetch(API + op, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}',
+        method: 'POST', headers: authHeaders({ 'content-type': 'application/json' }), body: '{}',
         cache: 'no-store', signal: AbortSignal.timeout(120000),
       });
       var body = await readJson(response);

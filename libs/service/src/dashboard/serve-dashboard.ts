@@ -34,6 +34,12 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** A GET/HEAD of one of the dashboard's constant files (served without the API token). */
+export function isDashboardAsset(req: IncomingMessage): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  return ASSETS.has((req.url ?? '').split('?')[0]!);
+}
+
 /**
  * Serves the live dashboard (`GET /`, its script and stylesheet) ahead of Nest's router; any
  * other request goes on to the API untouched. The assets are constants: the page reads every

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { METRICS_PATH } from '../metrics/metrics.controller';
 import { mountOpenApi } from '../openapi/openapi-document';
 import { mountDashboard } from '../dashboard/serve-dashboard';
+import { apiTokenGuard } from './api-token.guard';
 
 export const API_PREFIX = 'api/v1';
 
@@ -10,7 +11,12 @@ export const API_PREFIX = 'api/v1';
  * run the same stack. The app must be created with `bodyParser: false`: JsonBodyMiddleware parses
  * bodies so its errors reach the API filter.
  */
-export function configureHttpApp(app: INestApplication): INestApplication {
+export function configureHttpApp(
+  app: INestApplication,
+  /** With `apiToken`, every request but the dashboard's files needs `Authorization: Bearer`. */
+  options: { apiToken?: string } = {},
+): INestApplication {
+  app.use(apiTokenGuard(options.apiToken)); // ahead of everything else
   app.setGlobalPrefix(API_PREFIX, { exclude: [METRICS_PATH] }); // Prometheus scrapes /metrics
   const server = app.getHttpAdapter().getInstance() as { disable?: (setting: string) => void };
   server.disable?.('x-powered-by');

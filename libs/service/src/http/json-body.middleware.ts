@@ -4,6 +4,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Large enough for any start body (filters, sharding entries), small enough to be harmless. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * Deepest nesting of objects and arrays a body may have. The deepest valid start body is about
+ * 6 levels; the validators recurse, so a body nested thousands deep (well under 1 MiB) would
+ * otherwise exhaust the stack and answer 500 (found by the fuzz test).
+ */
+export const MAX_BODY_DEPTH = 32;
 
 type BodyRequest = IncomingMessage & { body?: unknown };
 
@@ -30,7 +36,9 @@ export class JsonBodyMiddleware implements NestMiddleware {
       );
     }
     assertJsonContentType(req.headers['content-type']);
-    req.body = parseJson(raw);
+    const body = parseJson(raw);
+    assertDepth(body);
+    req.body = body;
     next();
   }
 }
@@ -56,6 +64,22 @@ function parseJson(raw: Buffer): unknown {
       'MalformedJson',
       `The request body is not valid JSON: ${(error as Error).message}`,
     );
+  }
+}
+
+/** Iterative, so checking a deep body cannot overflow the stack either. */
+function assertDepth(body: unknown): void {
+  const pending: Array<[unknown, number]> = [[body, 1]];
+  while (pending.length > 0) {
+    const [value, depth] = pending.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > MAX_BODY_DEPTH) {
+      throw new ApiError(
+        'InvalidRequest',
+        `the request body nests objects or arrays deeper than ${MAX_BODY_DEPTH} levels`,
+      );
+    }
+    for (const child of Object.values(value)) pending.push([child, depth + 1]);
   }
 }
 

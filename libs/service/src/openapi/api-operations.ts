@@ -3,8 +3,8 @@ import { ApiBody, ApiHeader, ApiOperation, ApiQuery, ApiResponse } from '@nestjs
 import { API_ERRORS, COMMAND_ID_HEADER, type ApiErrorName } from '@sync/contracts';
 import { schemaRef } from './api-schemas';
 
-/** What every operation can answer whatever it does. */
-const ANY: ApiErrorName[] = ['NotReady', 'InternalError', 'JobClusterMismatch'];
+/** What every operation can answer whatever it does (Unauthorized: launched with a token). */
+const ANY: ApiErrorName[] = ['Unauthorized', 'NotReady', 'InternalError', 'JobClusterMismatch'];
 /** Every POST: the body's transport and the `X-Command-Id` header. */
 const POST: ApiErrorName[] = [
   'MalformedJson',

@@ -20,13 +20,16 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('cluster-sync')
     .setDescription(
-      'MongoDB cluster-to-cluster sync: the /api/v1 API of a worker or a coordinator (same operations, same bodies, same named errors). Failures answer {success: false, error, errorDescription} (ErrorBody); the status of each error name is fixed.',
+      'MongoDB cluster-to-cluster sync: the /api/v1 API of a worker or a coordinator (same operations, same bodies, same named errors). Failures answer {success: false, error, errorDescription} (ErrorBody); the status of each error name is fixed. An instance launched with an API token (--apiToken or SYNC_API_TOKEN) requires Authorization: Bearer <token> on every request (this document included) and answers 401 Unauthorized otherwise.',
     )
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'The API token, when set.' })
     .setVersion('1')
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controller, method) => method,
   });
+  // No token (loopback, the default) or the bearer token the instance was launched with.
+  document.security = [{}, { bearer: [] }];
   document.components = {
     ...document.components,
     schemas: { ...document.components?.schemas, ...apiSchemas() },

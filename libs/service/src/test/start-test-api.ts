@@ -15,11 +15,14 @@ export interface TestApi {
 }
 
 /** The real HTTP stack (module, middleware, filter) on a free port, with the given engine. */
-export async function startTestApi(engine: () => Promise<SyncEngine>): Promise<TestApi> {
+export async function startTestApi(
+  engine: () => Promise<SyncEngine>,
+  options: { apiToken?: string } = {},
+): Promise<TestApi> {
   const logLines: string[] = [];
   const fatal: unknown[] = [];
   const logger = new JsonLogger('TRACE', [(line) => logLines.push(line)]);
-  logger.addSecrets(['hunter2-password']);
+  logger.addSecrets(['hunter2-password', ...(options.apiToken ? [options.apiToken] : [])]);
   const moduleRef = await Test.createTestingModule({
     imports: [
       SyncApiModule.register({
@@ -34,7 +37,7 @@ export async function startTestApi(engine: () => Promise<SyncEngine>): Promise<T
     bodyParser: false,
     logger: new NestLoggerAdapter(logger),
   });
-  configureHttpApp(app);
+  configureHttpApp(app, options);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, baseUrl: `http://127.0.0.1:${port}/api/v1`, logLines, fatal };
