@@ -12,7 +12,16 @@ import { startNodeProcess, type Started } from './lib/processes';
 import { loadSampleStore } from './lib/sample-data';
 import { BackgroundWriter } from './lib/background-writer';
 import { compareClusters } from './lib/compare-clusters';
-import { call, getProgress, say, sleep, waitFor, waitUntilReady, withUser } from './lib/demo-api';
+import {
+  call,
+  commitWhenReady,
+  getProgress,
+  say,
+  sleep,
+  waitFor,
+  waitUntilReady,
+  withUser,
+} from './lib/demo-api';
 
 const DIST = resolve(__dirname, '..');
 const EMULATOR = resolve(DIST, 'libs/mongo-emulator/src/cli.js');
@@ -99,7 +108,7 @@ async function main(): Promise<void> {
     say(
       `\ncanCommit is true (lag ${progress.lagTimeSeconds}s, ${progress.totalEventsApplied} events applied). Committing…`,
     );
-    await call(api, 'commit', {});
+    await commitWhenReady(api);
     progress = await waitFor(api, (p) => p.state === 'COMMITTED', 60_000);
     await writer.stop();
     say(

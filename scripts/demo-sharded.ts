@@ -17,6 +17,7 @@ import { BackgroundWriter } from './lib/background-writer';
 import { compareClusters } from './lib/compare-clusters';
 import {
   call,
+  commitWhenReady,
   getProgress,
   say,
   sleep,
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
     say(
       `\ncanCommit is true on every worker (lag ${progress.lagTimeSeconds}s, ${progress.totalEventsApplied} events applied). Committing…`,
     );
-    await call(api, 'commit', {});
+    await commitWhenReady(api, renderInstances);
     progress = await waitFor(api, (p) => p.state === 'COMMITTED', 120_000, renderInstances);
     await writer.stop();
     say(

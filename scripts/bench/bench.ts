@@ -15,7 +15,7 @@ import { MongoClient } from 'mongodb';
 import { measureChangeApplication, removeLoadDocuments, type ChangeResult } from './change-load';
 import { insertRange, type DatasetSpec } from './dataset';
 import { BenchUsageError, parseBenchArgs, USAGE, type BenchOptions } from './options';
-import { memoryOf, sleep, startEmulator, stopAll } from './processes';
+import { memoryOf, RssSampler, sleep, startEmulator, stopAll } from './processes';
 import { summariseProfiles } from './profile-summary';
 import {
   measureScan,
@@ -24,10 +24,17 @@ import {
   type ScanResult,
   type WriteResult,
 } from './raw-rates';
-import { copyFinished, progress, runWorkerCopy, type CopyRun } from './worker-copy';
+import { copyFinished, post, progress, runWorkerCopy, type CopyRun } from './worker-copy';
 import { renderTable } from './report';
 
-export const TARGETS = { copyRatio: 0.8, changeRatio: 0.5, scaling4x: 4.4, peakRssMB4x: 300 };
+export const TARGETS = {
+  copyRatio: 0.8,
+  changeRatio: 0.5,
+  scaling4x: 4.4,
+  peakRssMB4x: 300,
+  verifyRatio: 0.5,
+  verifyRssDeltaMB: 50,
+};
 const DATABASE = 'bench';
 const SCRATCH = 'bench_raw_write';
 
@@ -48,6 +55,10 @@ export interface BenchResult {
   write: WriteResult;
   copy1x: Rate & { peakRssMB: number };
   change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
+  /** (g) the embedded verifier's final pass at commit, against the 1× copy. */
+  verification:
+    | { seconds: number; ratioToCopy: number; peakRssMB: number; rssDeltaMB: number }
+    | { skipped: string };
   copy4x: (Rate & { peakRssMB: number; documentsTotal: number }) | { skipped: string };
   time1xSeconds: number;
   time4xSeconds: number | null;
@@ -122,6 +133,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     if (options.skipChanges) change = { skipped: '--skip-changes' };
     else change = await changePhase(options, spec, sourceClient, destinationClient, copy1, write);
     const peakRssMB1x = memoryOf(copy1.worker.started.child)?.hwmMB ?? copy1.peakRssMB;
+    const verification = await verificationPhase(copy1, options);
     workerErrors.push(...copy1.worker.errors);
     await copy1.worker.started.stop();
 
@@ -177,6 +189,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       write,
       copy1x: { ...withoutProcess(copy1), peakRssMB: round(copy1.peakRssMB) },
       change,
+      verification,
       copy4x: copy4,
       time1xSeconds: round(copy1.seconds),
       time4xSeconds: time4 === null ? null : round(time4),
@@ -190,6 +203,45 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     await Promise.all([sourceClient.close(), destinationClient.close()]);
     await stopAll();
   }
+}
+
+/**
+ * (g) Commit the 1× worker and time the embedded verifier's final pass (its log line carries
+ * the duration): every document of every collection hashed on both sides. Compared with the
+ * copy's time; the worker's resident memory during it against its level before.
+ */
+async function verificationPhase(
+  copy: CopyRun,
+  options: BenchOptions,
+): Promise<BenchResult['verification']> {
+  log("(g) commit: the verifier's final pass…");
+  const api = copy.worker.api;
+  const ready = Date.now() + (options.quick ? 60_000 : 300_000);
+  while (!(await progress(api)).canCommit) {
+    if (Date.now() > ready) return { skipped: 'the worker never reached canCommit' };
+    await sleep(250);
+  }
+  const before = memoryOf(copy.worker.started.child)?.rssMB ?? 0;
+  const sampler = new RssSampler(copy.worker.started.child, 100);
+  await post(api, 'commit', {});
+  const deadline = Date.now() + (options.quick ? 120_000 : 30 * 60_000);
+  for (;;) {
+    const p = await progress(api);
+    if (p.state === 'COMMITTED') break;
+    if (Date.now() > deadline) return { skipped: `commit not done (state ${p.state}, ${p.info})` };
+    await sleep(250);
+  }
+  const peak = sampler.stop();
+  const line = copy.worker.logLine('verification: final pass done');
+  if (!line || typeof line.ms !== 'number') return { skipped: 'no verification log line' };
+  const seconds = line.ms / 1000;
+  log(`  final pass ${seconds.toFixed(1)} s (copy took ${copy.seconds.toFixed(1)} s)`);
+  return {
+    seconds: round(seconds),
+    ratioToCopy: round(seconds / copy.seconds),
+    peakRssMB: round(peak),
+    rssDeltaMB: round(Math.max(0, peak - before)),
+  };
 }
 
 async function changePhase(

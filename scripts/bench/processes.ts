@@ -57,6 +57,8 @@ export interface WorkerProcess {
   api: string;
   /** Wall-clock ms of the first log line whose `msg` is `text` (null until seen). */
   logSeen(text: string): number | null;
+  /** The last log line whose `msg` is `text` (its fields), null until seen. */
+  logLine(text: string): Record<string, unknown> | null;
   /** Every fatal/error log line, for the report. */
   errors: string[];
 }
@@ -84,10 +86,12 @@ export async function startWorker(
   ];
   const started = track(await startNodeProcess<Record<string, unknown>>(args));
   const seen = new Map<string, number>();
+  const last = new Map<string, Record<string, unknown>>();
   const errors: string[] = [];
   const note = (line: Record<string, unknown>): void => {
     const msg = typeof line.msg === 'string' ? line.msg : '';
     if (!seen.has(msg)) seen.set(msg, Date.now());
+    last.set(msg, line);
     if (line.level === 'ERROR' || line.level === 'FATAL') errors.push(msg);
   };
   note(started.firstLine);
@@ -113,7 +117,13 @@ export async function startWorker(
     if (Date.now() > deadline) throw new Error(`worker not ready in 60 s: ${errors.join('; ')}`);
     await sleep(100);
   }
-  return { started, api, logSeen: (text) => seen.get(text) ?? null, errors };
+  return {
+    started,
+    api,
+    logSeen: (text) => seen.get(text) ?? null,
+    logLine: (text) => last.get(text) ?? null,
+    errors,
+  };
 }
 
 function freePort(): Promise<number> {

@@ -64,6 +64,17 @@ export function renderTable(r: BenchResult): string[] {
       ),
     );
   lines.push(row('(e) worker peak RSS 1× (copy + changes)', '', '', `${n(r.peakRssMB1x)} MB`));
+  if ('skipped' in r.verification)
+    lines.push(row('(g) verification at commit', '', '', `skipped: ${r.verification.skipped}`));
+  else
+    lines.push(
+      row(
+        '(g) verification at commit',
+        '',
+        '',
+        `${n(r.verification.seconds, 1)} s, RSS ${n(r.verification.peakRssMB)} MB (+${n(r.verification.rssDeltaMB)} MB)`,
+      ),
+    );
   lines.push('');
   lines.push(
     `copy / min(a, b)          ${n(r.copyRatio, 2).padStart(8)}   ${verdict(r.copyRatio, r.targets.copyRatio, false)}`,
@@ -76,6 +87,13 @@ export function renderTable(r: BenchResult): string[] {
   );
   lines.push(
     `peak RSS at ${r.scale}× (MB)       ${n(r.peakRssMB4x).padStart(8)}   ${verdict(r.peakRssMB4x, r.targets.peakRssMB4x, true)}`,
+  );
+  const verify = 'skipped' in r.verification ? null : r.verification;
+  lines.push(
+    `verification / copy time  ${n(verify?.ratioToCopy ?? null, 2).padStart(8)}   ${verdict(verify?.ratioToCopy ?? null, r.targets.verifyRatio, true)}`,
+  );
+  lines.push(
+    `worker RSS added (MB)     ${n(verify?.rssDeltaMB ?? null).padStart(8)}   ${verdict(verify?.rssDeltaMB ?? null, r.targets.verifyRssDeltaMB, true)}`,
   );
   if (r.workerErrors.length) lines.push('', `worker errors: ${r.workerErrors.join('; ')}`);
   return lines;

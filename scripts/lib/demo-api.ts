@@ -48,6 +48,27 @@ export async function call(api: string, op: string, body: object): Promise<void>
   }
 }
 
+/**
+ * commit, as an operator does it: canCommit can drop again between reading it and sending the
+ * command (lag rose with the writer's load) — then wait for it once more and resend.
+ */
+export async function commitWhenReady(
+  api: string,
+  show: (p: DemoProgress) => string = render,
+): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      await call(api, 'commit', {});
+      return;
+    } catch (error) {
+      if (!/CommitNotReady/.test(String(error)) || Date.now() > deadline) throw error;
+      say('\ncanCommit dropped before the commit arrived (lag rose); waiting for it again…');
+      await waitFor(api, (p) => p.canCommit, 120_000, show);
+    }
+  }
+}
+
 export async function getProgress(api: string): Promise<DemoProgress> {
   const res = await fetch(`${api}/progress`);
   const json = (await res.json()) as ProgressBody;

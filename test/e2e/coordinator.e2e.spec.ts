@@ -145,7 +145,9 @@ describe('coordinator: a sharded migration through one API, with Redis killed mi
   });
 
   step('pauses and resumes every worker through the coordinator', async () => {
-    expect((await postCommand(coordinator.api, 'pause', {}, 'pause-1')).status).toBe(200);
+    const pause = await postCommand(coordinator.api, 'pause', {}, 'pause-1');
+    if (pause.status !== 200)
+      throw new Error(`pause answered ${pause.status}: ${JSON.stringify(pause.body)}`);
     const paused = await coordinator.api.progress();
     expect(paused.state).toBe('PAUSED');
     expect(paused.lagTimeSeconds).toBeNull();
