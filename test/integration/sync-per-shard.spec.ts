@@ -45,7 +45,7 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
       clusters: { cluster0: source.uri, cluster1: destination.uri },
       ...(id ? { id } : {}),
       logger: log,
-      engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 } },
+      engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 }, balancerWatchMs: 200 },
       changeApplication: CEA_TUNING,
     });
     await engine.ready;
@@ -98,8 +98,10 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
       })),
     );
     // The upper orders chunk (us) moves to the other shard: both shards own orders.
-    const primary = (await src.db('config').collection('databases').findOne({ _id: 'app' as never }))!
-      .primary as string;
+    const primary = (await src
+      .db('config')
+      .collection('databases')
+      .findOne({ _id: 'app' as never }))!.primary as string;
     const other = primary === shard0 ? shard1 : shard0;
     await admin.command({
       moveChunk: 'app.orders',
@@ -144,6 +146,17 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     await expect(lone.start(START)).rejects.toMatchObject({ error: 'PerShardSyncInProgress' });
     await lone.close();
 
+    // Someone turns the source's balancer back on: the coordinator warns until it is off again.
+    await admin.command({ balancerStart: 1 });
+    await waitFor(
+      () => JSON.stringify(coordinator.progress().warnings ?? []).includes('BalancerRunning'),
+      20_000,
+      'balancer warning',
+      () => JSON.stringify(coordinator.progress()),
+    );
+    await admin.command({ balancerStop: 1 });
+    await waitFor(() => !coordinator.progress().warnings, 20_000, 'warning cleared');
+
     const both = () => [coordinator, follower];
     const allCanCommit = () => both().every((w) => w.progress().canCommit === true);
     const show = () => JSON.stringify(both().map((w) => w.progress()));
@@ -157,7 +170,9 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     // Writes on every shard, a shard-key change moving a document, and DDL.
     await app.collection<AnyDoc>('users').updateMany({}, { $set: { seen: true } });
     await app.collection<AnyDoc>('orders').deleteMany({ region: 'ap' });
-    await app.collection<AnyDoc>('orders').insertOne({ _id: new Int32(999), region: 'us', total: 1 });
+    await app
+      .collection<AnyDoc>('orders')
+      .insertOne({ _id: new Int32(999), region: 'us', total: 1 });
     await app
       .collection<AnyDoc>('orders')
       .updateOne({ region: 'eu', _id: new Int32(0) }, { $set: { region: 'us' } });
@@ -209,7 +224,10 @@ describe('sharded → sharded, one worker per source shard (emulated 2 → 3 sha
     // No orphan and no duplicate: counts through the router equal the source's.
     expect(await dst.db('app').collection('orders').countDocuments()).toBe(268);
     expect(
-      await dst.db('app').collection('orders').findOne({ _id: new Int32(0) } as Document),
+      await dst
+        .db('app')
+        .collection('orders')
+        .findOne({ _id: new Int32(0) } as Document),
     ).toMatchObject({ region: 'us' });
     // Presplit before the copy: both sharded collections are spread over all 3 shards.
     for (const coll of ['orders', 'users']) {

@@ -44,6 +44,7 @@ export function createRunner(
       maxTransientRetries: options.maxTransientRetries,
       retryBaseMs: options.retryBaseMs,
       historyGuard: options.historyGuard,
+      balancerWatchMs: options.balancerWatchMs,
       verification: options.verification,
     },
     hooks,

@@ -44,6 +44,8 @@ export interface SyncJobOptions {
   retryBaseMs?: number;
   /** Oplog window guard tuning (see HistoryGuard). */
   historyGuard?: HistoryGuardOptions;
+  /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
+  balancerWatchMs?: number;
   /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
   onCommitStep?: (step: string) => Promise<void>;
 }

@@ -13,6 +13,7 @@ import { prepareDestination } from '../prepare/destination-preparer';
 import { presplitRangeKey } from '../prepare/presplit';
 import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sync';
 import { HistoryGuard, type HistoryGuardOptions } from './history-guard';
+import { BalancerWatch } from '../shards/balancer-watch';
 import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
@@ -37,6 +38,8 @@ export interface SyncRunnerOptions {
   random?: () => number;
   /** Oplog window guard: how often it looks, when it warns. */
   historyGuard?: HistoryGuardOptions;
+  /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
+  balancerWatchMs?: number;
   /** Embedded verifier tuning (parallel ranges, live re-check pause). */
   verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
 }
@@ -79,6 +82,8 @@ export class SyncRunner {
   readonly verification: Verification;
   /** Compares the source's oplog window with what the sync still needs of it (progress `warnings`). */
   readonly historyGuard: HistoryGuard;
+  /** Per-shard coordinator: warns while a balancer runs again (progress `warnings`). */
+  readonly balancers: BalancerWatch;
 
   constructor(
     private readonly options: SyncRunnerOptions,
@@ -94,6 +99,7 @@ export class SyncRunner {
       clock: options.clock,
       ...options.historyGuard,
     });
+    this.balancers = new BalancerWatch(options.clock, options.logger, options.balancerWatchMs);
   }
 
   get active(): boolean {
@@ -182,6 +188,7 @@ export class SyncRunner {
           run.abort();
         },
       );
+      const balancers = this.balancers.watch(session, runSignal);
       try {
         await this.runOnce(session, runSignal);
         if (lost) throw lost;
@@ -217,6 +224,7 @@ export class SyncRunner {
       } finally {
         run.abort();
         await guard;
+        await balancers;
       }
     }
   }

@@ -112,7 +112,10 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
       copied: job?.namespaces.filter((n) => n.copy !== 'pending').length ?? 0,
     },
     waitingFor: src.waitingFor ?? null,
-    warnings: runner && src.state !== 'COMMITTED' ? [...runner.historyGuard.warnings] : [],
+    warnings:
+      runner && src.state !== 'COMMITTED'
+        ? [...runner.historyGuard.warnings, ...runner.balancers.warnings]
+        : [],
     retries: runner?.retries ?? 0,
     verification:
       runner?.verification.status(
