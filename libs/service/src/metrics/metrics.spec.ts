@@ -151,9 +151,14 @@ describe('GET /metrics on a worker', () => {
     ).toBe(1);
   });
 
-  it('ignores query parameters, as GET /api/v1/progress does', async () => {
-    const { families } = await scrape('?format=prometheus&unknown=1');
-    expect(families.has('cluster_sync_state')).toBe(true);
+  it('refuses query parameters with a named error (it takes none)', async () => {
+    const response = await fetch(`${origin}/metrics?format=prometheus&unknown=1`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      success: false,
+      error: 'InvalidRequest',
+      errorDescription: expect.stringContaining('"unknown"') as unknown,
+    });
   });
 
   it('is not under /api/v1, and POST is NotFound in the envelope', async () => {

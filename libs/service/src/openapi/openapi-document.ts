@@ -1,4 +1,4 @@
-import { Controller, Get, Injectable, type INestApplication } from '@nestjs/common';
+import { Controller, Get, Injectable, Query, type INestApplication } from '@nestjs/common';
 import {
   ApiExcludeController,
   DocumentBuilder,
@@ -7,6 +7,7 @@ import {
 } from '@nestjs/swagger';
 import { ApiError } from '@sync/contracts';
 import { apiSchemas, schemaRef } from './api-schemas';
+import { refuseQuery } from '../metrics/metrics.controller';
 
 /** Served under the API prefix: `GET /api/v1/openapi.json`. */
 export const OPENAPI_PATH = 'openapi.json';
@@ -61,14 +62,15 @@ export class OpenApiDocumentHolder {
   }
 }
 
-/** `GET /api/v1/openapi.json`; query parameters are ignored, as on `GET /progress`. */
+/** `GET /api/v1/openapi.json`; it takes no query parameters. */
 @ApiExcludeController()
 @Controller()
 export class OpenApiController {
   constructor(private readonly holder: OpenApiDocumentHolder) {}
 
   @Get(OPENAPI_PATH)
-  document(): OpenAPIObject {
+  document(@Query() query: Record<string, unknown>): OpenAPIObject {
+    refuseQuery('GET /api/v1/openapi.json', query);
     return this.holder.get();
   }
 }

@@ -22,7 +22,10 @@ describe('GET /api/v1/openapi.json', () => {
 
   beforeAll(async () => {
     api = await startTestApi(async () => new FakeSyncEngine());
-    const response = await fetch(`${api.baseUrl}/openapi.json?ignored=1`);
+    const refused = await fetch(`${api.baseUrl}/openapi.json?ignored=1`);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: 'InvalidRequest' });
+    const response = await fetch(`${api.baseUrl}/openapi.json`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     document = await response.json();
