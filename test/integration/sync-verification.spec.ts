@@ -68,6 +68,14 @@ describe('embedded verifier (authentication on)', () => {
       'the live pass',
       () => JSON.stringify(job.progress().verification),
     );
+    // Per-namespace progress shows each verified collection as such.
+    const detail = job.progress({ detail: 'namespaces' }).namespaceDetail as Array<{
+      namespace: string;
+      state: string;
+    }>;
+    expect(
+      detail.filter((n) => names.includes(n.namespace.split('.')[1]!)).map((n) => n.state),
+    ).toEqual(names.map(() => 'verified'));
 
     // Behind the sync's back (root bypasses the destination's write blocking):
     const dst = c.dst.db('shop');

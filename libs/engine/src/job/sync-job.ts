@@ -151,7 +151,10 @@ export class SyncJob implements SyncEngine {
   progress(options?: ProgressOptions): Progress {
     const progress = renderProgress(this.snapshot());
     if (options?.detail === 'namespaces' && this.session && this.current !== 'IDLE') {
-      progress.namespaceDetail = namespaceDetail(this.session);
+      progress.namespaceDetail = namespaceDetail(
+        this.session,
+        this.runner?.verification.verifiedKeys,
+      );
     }
     return progress;
   }

@@ -6,10 +6,11 @@ export interface NamespaceProgress {
   uuid?: string;
   type: 'collection' | 'view';
   /**
-   * `pending` (not partitioned yet), `copying`, `copied`, or `created` (a view, or a
-   * collection created by a change event: nothing to copy).
+   * `pending` (not partitioned yet), `copying`, `copied`, `verified` (copied, and the
+   * verifier's live pass found it equal on both sides), or `created` (a view, or a collection
+   * created by a change event: nothing to copy).
    */
-  state: 'pending' | 'copying' | 'copied' | 'created';
+  state: 'pending' | 'copying' | 'copied' | 'verified' | 'created';
   estimatedBytes: number;
   copiedBytes: number;
   partitions: { total: number; done: number };
@@ -17,7 +18,10 @@ export interface NamespaceProgress {
 }
 
 /** One entry per namespace of the catalog (GET /progress?detail=namespaces). */
-export function namespaceDetail(session: JobSession): NamespaceProgress[] {
+export function namespaceDetail(
+  session: JobSession,
+  verified: ReadonlySet<string> = new Set(),
+): NamespaceProgress[] {
   return session.catalog.records.map((record) => {
     const partitions = session.partitionsOf(record.key);
     const done = partitions.filter((p) => p.status === 'done');
@@ -30,7 +34,9 @@ export function namespaceDetail(session: JobSession): NamespaceProgress[] {
       record.copy === 'none'
         ? 'created'
         : record.copy === 'done'
-          ? 'copied'
+          ? verified.has(record.key)
+            ? 'verified'
+            : 'copied'
           : record.partitionSet === undefined
             ? 'pending'
             : 'copying';

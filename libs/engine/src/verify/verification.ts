@@ -70,6 +70,8 @@ export function verificationEnabled(job: JobRecord): boolean {
  * document counts and a hash of every document's exact BSON, per copy partition, in parallel.
  */
 export class Verification {
+  /** Namespace keys the live pass found equal on both sides (per-namespace progress). */
+  readonly verifiedKeys = new Set<string>();
   private current: VerificationStatus | null = null;
   private live = false;
 
@@ -108,7 +110,8 @@ export class Verification {
   async runLive(session: JobSession, signal: AbortSignal): Promise<void> {
     if (this.live || !verificationEnabled(session.job)) return;
     this.live = true;
-    const verified = new Set<string>();
+    const verified = this.verifiedKeys;
+    verified.clear();
     /** Ranges that differed, by namespace key: a re-check reads only those again. */
     const pending = new Map<string, VerifyTarget['ranges']>();
     let wait = this.options.recheckMs ?? 5_000;
