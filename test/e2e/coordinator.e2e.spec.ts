@@ -6,6 +6,7 @@ import {
   commandEventually,
   loadShardedSource,
   postCommand,
+  postCommandRetrying503,
   receivedCount,
   startCoordinatedWorker,
   startCoordinator,
@@ -107,7 +108,7 @@ describe('coordinator: a sharded migration through one API, with Redis killed mi
 
   step('starts every worker once, even when the start is sent three times', async () => {
     const results = await Promise.all(
-      [0, 1].map(() => postCommand(coordinator.api, 'start', START, 'start-1')),
+      [0, 1].map(() => postCommandRetrying503(coordinator.api, 'start', START, 'start-1')),
     );
     for (const result of results) {
       expect(result).toMatchObject({ status: 200, body: { success: true } });
@@ -145,7 +146,7 @@ describe('coordinator: a sharded migration through one API, with Redis killed mi
   });
 
   step('pauses and resumes every worker through the coordinator', async () => {
-    const pause = await postCommand(coordinator.api, 'pause', {}, 'pause-1');
+    const pause = await postCommandRetrying503(coordinator.api, 'pause', {}, 'pause-1');
     if (pause.status !== 200)
       throw new Error(`pause answered ${pause.status}: ${JSON.stringify(pause.body)}`);
     const paused = await coordinator.api.progress();

@@ -137,6 +137,26 @@ export async function postCommand(
   return { status: response.status, body: (await response.json()) as ApiResult['body'] };
 }
 
+/**
+ * POST with an X-Command-Id, resent while the answer is 503 — the API's "retrying is safe"
+ * (an election, a command a worker has not taken yet); the id makes every resend apply once.
+ * Each 503 is printed, so a run shows what the coordinator was waiting for.
+ */
+export async function postCommandRetrying503(
+  api: WorkerApi,
+  operation: string,
+  body: object,
+  commandId: string,
+  attempts = 20,
+): Promise<ApiResult> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await postCommand(api, operation, body, commandId);
+    if (result.status !== 503 || attempt >= attempts) return result;
+    console.warn(`${operation} ${commandId}: 503 ${JSON.stringify(result.body)}; resending`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** Retries a command while the coordinator answers 503 (election, Redis coming back). */
 export async function commandEventually(
   api: WorkerApi,
