@@ -140,8 +140,11 @@ describe('transient faults survived (failCommand on source and destination)', ()
     await c.close();
   });
 
-  // GAP (open): survives copy and change application at 5 % (24 faults, 8 runner retries) but
-  // the commit does not complete within the test's time yet — see the session report.
+  // GAP (open): survives copy and change application at 5 % (~22 faults) and, since the drain
+  // no longer fails on a transient fault, the commit drains — but too slowly: every transient
+  // failure of change application restarts the pass from its checkpoint, so under faults on
+  // every command the lag grows past the test's time (and this emulator's short history).
+  // Retrying a failed write in place, not the whole pass, is the fix still to build.
   it.skip('a 5 % failure rate on every command, copy → change application → commit: byte-equal', async () => {
     c = await startAuthClusters();
     await seed(c, 1000);

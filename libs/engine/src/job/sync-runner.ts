@@ -155,7 +155,12 @@ export class SyncRunner {
           await cea.waitUntilApplied(point, signal);
           if (cea === this.cea && session.catalog.pendingCopies().length === 0) return;
         } catch (error) {
-          if (cea === this.cea && !this.retrying) throw error;
+          // The run decides what a failed change application means: a transient fault is
+          // retried (keep waiting for the next pass), a permanent one becomes `failure` (thrown
+          // above). Only a permanent error the run has not recorded yet ends the drain here —
+          // a transient one (e.g. a pool cleared by a failover) raced the run's retry flag.
+          if (cea === this.cea && !this.retrying && error instanceof Error && isPermanent(error))
+            throw error;
         }
       }
       await this.options.clock.sleep(50, signal).catch(() => undefined);
