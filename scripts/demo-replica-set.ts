@@ -15,6 +15,8 @@ import { compareClusters } from './lib/compare-clusters';
 import {
   call,
   commitWhenReady,
+  runDemo,
+  saySummary,
   getProgress,
   say,
   sleep,
@@ -121,19 +123,13 @@ async function main(): Promise<void> {
     say('Verifying: every namespace, document (as BSON bytes) and index…');
     const report = await compareClusters(verifySource, verifyDestination, { compareUnique: true });
     const ok = report.differences.length === 0;
-    say('');
-    say('Summary');
-    say(`  namespaces compared : ${report.namespaces}`);
-    say(`  documents compared  : ${report.documents}`);
-    say(`  indexes compared    : ${report.indexes}`);
-    say(
-      `  writer during sync  : ${writer.stats.inserts} inserts, ${writer.stats.updates} updates, ${writer.stats.deletes} deletes`,
-    );
-    say(`  events applied      : ${progress.totalEventsApplied}`);
-    say(`  elapsed             : ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    say(`  result              : ${ok ? 'destination equals source' : 'DIFFERENCES FOUND'}`);
-    for (const d of report.differences) say(`    - ${d.namespace}: ${d.problem}`);
-    process.exitCode = ok ? 0 : 1;
+    saySummary({
+      report,
+      writer: writer.stats,
+      eventsApplied: progress.totalEventsApplied,
+      startedAt: t0,
+      ok,
+    });
   } finally {
     await writer.stop();
     await Promise.all([appClient.close(), verifySource.close(), verifyDestination.close()]);
@@ -141,12 +137,5 @@ async function main(): Promise<void> {
 }
 
 export function runReplicaSetDemo(): Promise<void> {
-  return main()
-    .catch((err: unknown) => {
-      process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    })
-    .finally(async () => {
-      for (const p of started.reverse()) await p.stop();
-    });
+  return runDemo(main, started);
 }

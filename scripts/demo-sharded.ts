@@ -10,7 +10,6 @@
  * Exit code 0 only when the destination equals the source after commit.
  */
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { Int32, Long, MaxKey, MongoClient } from 'mongodb';
 import { BackgroundWriter } from './lib/background-writer';
@@ -18,6 +17,8 @@ import { compareClusters } from './lib/compare-clusters';
 import {
   call,
   commitWhenReady,
+  runDemo,
+  saySummary,
   getProgress,
   say,
   sleep,
@@ -26,7 +27,7 @@ import {
   withUser,
   type DemoProgress,
 } from './lib/demo-api';
-import { startNodeProcess, startProcess, type Started } from './lib/processes';
+import { freePort, startNodeProcess, startProcess, type Started } from './lib/processes';
 import { loadSampleStore } from './lib/sample-data';
 
 const DIST = resolve(__dirname, '..');
@@ -158,27 +159,24 @@ async function main(): Promise<void> {
       .find({ _id: { $in: ['shop.customers', 'shop.orders'] } as never })
       .toArray();
     const ok = report.differences.length === 0 && sharding.length === 2;
-    say('');
-    say('Summary');
     const instances = (progress.instances as Array<{ progress?: DemoProgress }> | undefined) ?? [];
     const coordinating = instances.find((x) => x.progress?.coordinatorID)?.progress?.coordinatorID;
-    say(
-      `  workers             : ${workers.join(', ')} (coordinating worker: ${String(coordinating ?? '?')})`,
-    );
-    say(`  namespaces compared : ${report.namespaces}`);
-    say(`  documents compared  : ${report.documents}`);
-    say(`  indexes compared    : ${report.indexes}`);
-    say(
-      `  destination sharded : ${sharding.map((c) => `${String(c._id)} ${JSON.stringify(c.key)}`).join(', ')}`,
-    );
-    say(
-      `  writer during sync  : ${writer.stats.inserts} inserts, ${writer.stats.updates} updates, ${writer.stats.deletes} deletes`,
-    );
-    say(`  events applied      : ${progress.totalEventsApplied}`);
-    say(`  elapsed             : ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    say(`  result              : ${ok ? 'destination equals source' : 'DIFFERENCES FOUND'}`);
-    for (const d of report.differences) say(`    - ${d.namespace}: ${d.problem}`);
-    process.exitCode = ok ? 0 : 1;
+    saySummary({
+      report,
+      writer: writer.stats,
+      eventsApplied: progress.totalEventsApplied,
+      startedAt: t0,
+      ok,
+      before: [
+        ['workers', `${workers.join(', ')} (coordinating worker: ${String(coordinating ?? '?')})`],
+      ],
+      after: [
+        [
+          'destination sharded',
+          sharding.map((c) => `${String(c._id)} ${JSON.stringify(c.key)}`).join(', '),
+        ],
+      ],
+    });
   } finally {
     await writer.stop();
     await Promise.all([appClient.close(), admin.close(), verifyDestination.close()]);
@@ -249,24 +247,6 @@ function findRedis(): string | null {
   return found.status === 0 && path ? path : null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
 export function runShardedDemo(): Promise<void> {
-  return main()
-    .catch((err: unknown) => {
-      process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    })
-    .finally(async () => {
-      for (const p of started.reverse()) await p.stop();
-    });
+  return runDemo(main, started);
 }

@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startNodeProcess, type Started } from '../lib/processes';
+import { freePort, startNodeProcess, type Started } from '../lib/processes';
 
 const DIST = resolve(__dirname, '..', '..');
 export const EMULATOR_CLI = resolve(DIST, 'libs/mongo-emulator/src/cli.js');
@@ -124,17 +123,6 @@ export async function startWorker(
     logLine: (text) => last.get(text) ?? null,
     errors,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as AddressInfo).port;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 /** Peak (VmHWM) and current (VmRSS) resident memory of a process, in MB; null once it exited. */

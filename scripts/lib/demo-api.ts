@@ -131,3 +131,54 @@ export function say(line: string): void {
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** The closing summary both demos print; sets the exit code (0 only when `ok`). */
+export function saySummary(summary: {
+  report: {
+    namespaces: number;
+    documents: number;
+    indexes: number;
+    differences: Array<{ namespace: string; problem: string }>;
+  };
+  writer: { inserts: number; updates: number; deletes: number };
+  eventsApplied: number | null;
+  startedAt: number;
+  ok: boolean;
+  /** Extra lines (`label : value`) before and after the comparison figures. */
+  before?: Array<[string, string]>;
+  after?: Array<[string, string]>;
+}): void {
+  const line = (label: string, value: string) => say(`  ${label.padEnd(20)}: ${value}`);
+  const { report, writer } = summary;
+  say('');
+  say('Summary');
+  for (const [label, value] of summary.before ?? []) line(label, value);
+  line('namespaces compared', String(report.namespaces));
+  line('documents compared', String(report.documents));
+  line('indexes compared', String(report.indexes));
+  for (const [label, value] of summary.after ?? []) line(label, value);
+  line(
+    'writer during sync',
+    `${writer.inserts} inserts, ${writer.updates} updates, ${writer.deletes} deletes`,
+  );
+  line('events applied', String(summary.eventsApplied));
+  line('elapsed', `${((Date.now() - summary.startedAt) / 1000).toFixed(1)} s`);
+  line('result', summary.ok ? 'destination equals source' : 'DIFFERENCES FOUND');
+  for (const d of report.differences) say(`    - ${d.namespace}: ${d.problem}`);
+  process.exitCode = summary.ok ? 0 : 1;
+}
+
+/** Runs a demo: a failure is one line on stderr and exit code 1; started processes stop. */
+export function runDemo(
+  main: () => Promise<void>,
+  started: Array<{ stop(): Promise<void> }>,
+): Promise<void> {
+  return main()
+    .catch((err: unknown) => {
+      process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      for (const p of started.reverse()) await p.stop();
+    });
+}

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 
 /** A child process started by a script, with its first JSON line of stdout. */
@@ -116,4 +117,16 @@ export function withCredentials(uri: string, user: string, password: string): st
   url.password = encodeURIComponent(password);
   url.searchParams.set('authSource', 'admin');
   return url.toString();
+}
+
+/** A TCP port free on the loopback interface right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as AddressInfo).port;
+      server.close(() => resolvePort(port));
+    });
+  });
 }

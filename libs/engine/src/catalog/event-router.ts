@@ -11,6 +11,7 @@ import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { JobSession } from '../job/job-session';
 import type { DdlBarrier } from '../shards/shard-sync';
+import { defaultIndexName } from '../prepare/sharding-plan';
 import { planDdl, type DdlPlan } from './ddl-plan';
 import { describeNamespace, uuidHex } from './namespace-catalog';
 
@@ -252,10 +253,7 @@ async function shardOnDestination(
     await destination.shardCollection(ns.db, ns.coll, key, false);
   } catch (error) {
     if ((error as { code?: unknown }).code !== 72) throw error; // InvalidOptions: no index
-    const name = Object.entries(key)
-      .map(([f, v]) => `${f}_${v === 'hashed' ? 'hashed' : '1'}`)
-      .join('_');
-    await destination.createIndexes(ns.db, ns.coll, [{ key, name }]);
+    await destination.createIndexes(ns.db, ns.coll, [{ key, name: defaultIndexName(key) }]);
     await destination.shardCollection(ns.db, ns.coll, key, false);
   }
 }

@@ -85,9 +85,7 @@ export function planSharding(
       ...(support
         ? {}
         : {
-            supportingIndex: Object.entries(key)
-              .map(([f, d]) => `${f}_${String(d)}`)
-              .join('_'),
+            supportingIndex: defaultIndexName(key),
           }),
     });
   }
@@ -95,4 +93,11 @@ export function planSharding(
     const shardKey = keys.get(`${n.database}.${n.collection}`);
     return shardKey ? { ...n, shardKey } : n;
   });
+}
+
+/** MongoDB's default name of an index on `key` (`a_1_b_-1`, `k_hashed`). */
+export function defaultIndexName(key: Document): string {
+  return Object.entries(key)
+    .map(([field, kind]) => `${field}_${String(kind)}`)
+    .join('_');
 }

@@ -1,3 +1,4 @@
+import { defaultIndexName } from '../prepare/sharding-plan';
 import type { JobSession } from '../job/job-session';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -219,9 +220,7 @@ function targetOf(session: JobSession, record: NamespaceRecord, final: boolean):
       ? {
           ignoreDestinationIndexes: [
             ...(record.shardKey.supportingIndex ? [record.shardKey.supportingIndex] : []),
-            Object.entries(record.shardKey.key)
-              .map(([field, kind]) => `${field}_${String(kind)}`)
-              .join('_'),
+            defaultIndexName(record.shardKey.key),
           ],
         }
       : {}),
