@@ -13,9 +13,18 @@ import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { measureChangeApplication, removeLoadDocuments, type ChangeResult } from './change-load';
+import {
+  applyMix,
+  measureStreamRead,
+  planMix,
+  type MixRate,
+  type StreamReadRate,
+} from './change-mix';
 import { insertRange, type DatasetSpec } from './dataset';
 import { BenchUsageError, parseBenchArgs, USAGE, type BenchOptions } from './options';
 import { memoryOf, RssSampler, sleep, startEmulator, stopAll } from './processes';
+import { runPeer, type PeerResult } from './peer';
+import { runShardedScale, type ShardedResult } from './sharded';
 import { summariseProfiles } from './profile-summary';
 import {
   measureScan,
@@ -28,13 +37,17 @@ import { copyFinished, post, progress, runWorkerCopy, type CopyRun } from './wor
 import { renderTable } from './report';
 
 export const TARGETS = {
-  copyRatio: 0.8,
-  changeRatio: 0.5,
+  copyRatio: 0.85,
+  changeRatio: 0.6,
   scaling4x: 4.4,
-  peakRssMB4x: 300,
+  peakRssMB4x: 250,
   verifyRatio: 0.5,
   verifyRssDeltaMB: 50,
+  peerCopyRatio: 3,
+  peerChangeRatio: 2,
 };
+/** Operations per collection in one bulk write of the (g)/(h) mix (8 collections: 2,000 a tick). */
+const MIX_BATCH_OPS = 250;
 const DATABASE = 'bench';
 const SCRATCH = 'bench_raw_write';
 
@@ -44,7 +57,10 @@ const log = (line: string): void => {
 
 export interface BenchResult {
   copyRatio: number | null;
+  /** Sustained change rate ÷ min(g, h): the honest limit for the same mix. */
   changeRatio: number | null;
+  /** Sustained change rate ÷ the destination's raw insert rate (b), round 1's figure. */
+  changeRatioVsInsert: number | null;
   scaling4x: number | null;
   peakRssMB4x: number | null;
   scale: number;
@@ -53,13 +69,27 @@ export interface BenchResult {
   dataset: DatasetSpec & { bytes: number };
   scan: Omit<ScanResult, 'attempts'> & { attempts: ScanResult['attempts'] };
   write: WriteResult;
+  /**
+   * The honest limit of change application for the load's mix: (g) the destination applying
+   * it directly as unordered bulk writes, (h) the source's change-stream read of it; `opsPerSec`
+   * is the lower of the two.
+   */
+  changeLimit:
+    | { directApply: MixRate; streamRead: StreamReadRate; opsPerSec: number }
+    | { skipped: string };
   copy1x: Rate & { peakRssMB: number };
   change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
-  /** (g) the embedded verifier's final pass at commit, against the 1× copy. */
+  /** (v) the embedded verifier's final pass at commit, against the 1× copy. */
   verification:
     | { seconds: number; ratioToCopy: number; peakRssMB: number; rssDeltaMB: number }
     | { skipped: string };
   copy4x: (Rate & { peakRssMB: number; documentsTotal: number }) | { skipped: string };
+  /** (i) mongochangestream on the same clusters and dataset. */
+  peer: PeerResult | { skipped: string };
+  /** Our copy rate ÷ the peer's. */
+  peerCopyRatio: number | null;
+  /** Our sustained change rate ÷ the peer's. */
+  peerChangeRatio: number | null;
   time1xSeconds: number;
   time4xSeconds: number | null;
   peakRssMB1x: number;
@@ -113,10 +143,13 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       concurrencies: options.quick ? [2, 4] : [1, 2, 4, 8],
       batchSizes: options.quick ? [1_000] : [1_000, 5_000],
       probeDocuments: options.quick ? 5_000 : 20_000,
-    });
+    }, !options.skipChanges);
     log(
       `  ${Math.round(write.docsPerSec)} docs/s, ${write.mbPerSec.toFixed(1)} MB/s (concurrency ${write.concurrency}, batch ${write.batchSize})`,
     );
+    const changeLimit = options.skipChanges
+      ? { skipped: '--skip-changes' }
+      : await limitPhase(options, spec, sourceClient, destinationClient, write.concurrency);
 
     log('(c) worker copy at 1×…');
     const copy1 = await runWorkerCopy(source.firstLine.uri, destination.firstLine.uri, loaded, {
@@ -131,17 +164,48 @@ async function main(options: BenchOptions): Promise<BenchResult> {
 
     let change: BenchResult['change'];
     if (options.skipChanges) change = { skipped: '--skip-changes' };
-    else change = await changePhase(options, spec, sourceClient, destinationClient, copy1, write);
+    else {
+      const base = 'skipped' in changeLimit ? write.docsPerSec : changeLimit.opsPerSec;
+      change = await changePhase(options, spec, sourceClient, destinationClient, copy1, base);
+    }
     const peakRssMB1x = memoryOf(copy1.worker.started.child)?.hwmMB ?? copy1.peakRssMB;
     const verification = await verificationPhase(copy1, options);
     workerErrors.push(...copy1.worker.errors);
     await copy1.worker.started.stop();
 
+    let peer: BenchResult['peer'] = { skipped: '--skip-peer' };
+    if (!options.skipPeer) {
+      log('(i) the peer, mongochangestream, on the same clusters and dataset…');
+      if (!('skipped' in change)) await removeLoadDocuments(sourceClient, spec);
+      await destinationClient.close();
+      await destination.stop();
+      destination = await startEmulator('bench-destination-peer', profileDir);
+      destinationClient = await MongoClient.connect(destination.firstLine.uri);
+      const base = 'skipped' in changeLimit ? write.docsPerSec : changeLimit.opsPerSec;
+      peer = await runPeer(
+        source.firstLine.uri,
+        sourceClient,
+        destination.firstLine.uri,
+        destinationClient,
+        spec,
+        loaded,
+        {
+          profileDir,
+          timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
+          change: changeOptions(options, base, options.skipChanges),
+          log,
+        },
+      ).catch((error: unknown) => ({
+        skipped: `peer failed: ${error instanceof Error ? error.message : String(error)}`,
+      }));
+      if ('skipped' in peer) log(`  skipped: ${peer.skipped}`);
+    }
+
     let copy4: BenchResult['copy4x'] = { skipped: '--skip-scaling' };
     if (!options.skipScaling) {
       const total = Math.round(spec.documents * options.scale);
       log(`(f) worker copy at ${options.scale}× (${total} documents)…`);
-      if (!('skipped' in change)) await removeLoadDocuments(sourceClient, spec);
+      if (!('skipped' in change) || !options.skipPeer) await removeLoadDocuments(sourceClient, spec);
       await destinationClient.close();
       await destination.stop();
       destination = await startEmulator('bench-destination-scaled', profileDir);
@@ -176,9 +240,13 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
     const sustained = 'skipped' in change ? null : change.sustainedOpsPerSec;
     const time4 = 'skipped' in copy4 ? null : copy4.seconds;
+    const limit = 'skipped' in changeLimit ? null : changeLimit.opsPerSec;
+    const peerChange =
+      'skipped' in peer || 'skipped' in peer.change ? null : peer.change.sustainedOpsPerSec;
     return {
       copyRatio: round(copy1.docsPerSec / minRaw),
-      changeRatio: sustained === null ? null : round(sustained / write.docsPerSec),
+      changeRatio: sustained === null || limit === null ? null : round(sustained / limit),
+      changeRatioVsInsert: sustained === null ? null : round(sustained / write.docsPerSec),
       scaling4x: time4 === null ? null : round(time4 / copy1.seconds),
       peakRssMB4x: 'skipped' in copy4 ? null : round(copy4.peakRssMB),
       scale: options.scale,
@@ -187,10 +255,17 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       dataset,
       scan,
       write,
+      changeLimit,
       copy1x: { ...withoutProcess(copy1), peakRssMB: round(copy1.peakRssMB) },
       change,
       verification,
       copy4x: copy4,
+      peer,
+      peerCopyRatio: 'skipped' in peer ? null : round(copy1.docsPerSec / peer.copy.docsPerSec),
+      peerChangeRatio:
+        sustained === null || peerChange === null || peerChange === 0
+          ? null
+          : round(sustained / peerChange),
       time1xSeconds: round(copy1.seconds),
       time4xSeconds: time4 === null ? null : round(time4),
       peakRssMB1x: round(peakRssMB1x),
@@ -206,7 +281,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
 }
 
 /**
- * (g) Commit the 1× worker and time the embedded verifier's final pass (its log line carries
+ * (v) Commit the 1× worker and time the embedded verifier's final pass (its log line carries
  * the duration): every document of every collection hashed on both sides. Compared with the
  * copy's time; the worker's resident memory during it against its level before.
  */
@@ -214,7 +289,7 @@ async function verificationPhase(
   copy: CopyRun,
   options: BenchOptions,
 ): Promise<BenchResult['verification']> {
-  log("(g) commit: the verifier's final pass…");
+  log("(v) commit: the verifier's final pass…");
   const api = copy.worker.api;
   const ready = Date.now() + (options.quick ? 60_000 : 300_000);
   while (!(await progress(api)).canCommit) {
@@ -250,7 +325,8 @@ async function changePhase(
   source: MongoClient,
   destination: MongoClient,
   copy: CopyRun,
-  write: WriteResult,
+  /** The rate the load's steps are fractions of (the honest limit, else the raw insert rate). */
+  base: number,
 ): Promise<BenchResult['change']> {
   log('(d) change application at rising rates…');
   const api = copy.worker.api;
@@ -278,15 +354,121 @@ async function changePhase(
     }
     await sleep(250);
   }
-  const rates = options.rateFactors.map((f) => Math.max(20, Math.round(f * write.docsPerSec)));
-  const result = await measureChangeApplication(source, destination, api, spec, {
-    rates,
+  const result = await measureChangeApplication(
+    source,
+    destination,
+    api,
+    spec,
+    changeOptions(options, base, false),
+  );
+  return { ...result, peakRssMB: round(memoryOf(copy.worker.started.child)?.hwmMB ?? 0) };
+}
+
+function changeOptions(options: BenchOptions, base: number, skip: boolean) {
+  return {
+    rates: skip ? [] : options.rateFactors.map((f) => Math.max(20, Math.round(f * base))),
     windowSeconds: options.windowSeconds,
     drainSeconds: options.drainSeconds,
     lagLimitSeconds: options.lagLimitSeconds,
     log,
-  });
-  return { ...result, peakRssMB: round(memoryOf(copy.worker.started.child)?.hwmMB ?? 0) };
+  };
+}
+
+/**
+ * (g) and (h): the honest limit of change application for the load's mix. (g) applies a
+ * planned mix to the destination's scratch copy of the dataset (left there by (b)) as
+ * unordered bulk writes; (h) writes the same mix to the source and times a change stream
+ * reading it back. The source is then cleaned of the mix's inserts (its updates only changed
+ * values, never sizes or types), and the scratch database is dropped.
+ */
+async function limitPhase(
+  options: BenchOptions,
+  spec: DatasetSpec,
+  source: MongoClient,
+  destination: MongoClient,
+  concurrency: number,
+): Promise<BenchResult['changeLimit']> {
+  const total = options.quick ? 10_000 : Math.min(100_000, Math.max(10_000, spec.documents / 2));
+  const batches = planMix(spec, total, MIX_BATCH_OPS, 1);
+  log(`(g) destination: the change mix (${total} ops) applied directly as unordered bulk writes…`);
+  const directApply = await applyMix(destination, SCRATCH, batches, concurrency);
+  await destination.db(SCRATCH).dropDatabase();
+  log(`  ${Math.round(directApply.opsPerSec)} ops/s`);
+  log('(h) source: a change stream reading the same mix…');
+  const streamRead = await measureStreamRead(source, DATABASE, batches, concurrency, 120_000);
+  await removeLoadDocuments(source, spec);
+  log(
+    `  ${Math.round(streamRead.eventsPerSec)} events/s (${streamRead.events} events; the source wrote the mix at ${Math.round(streamRead.sourceWrite.opsPerSec)} ops/s)`,
+  );
+  return {
+    directApply: { ...directApply, seconds: round(directApply.seconds), opsPerSec: round(directApply.opsPerSec) },
+    streamRead: { ...streamRead, seconds: round(streamRead.seconds), eventsPerSec: round(streamRead.eventsPerSec) },
+    opsPerSec: round(Math.min(directApply.opsPerSec, streamRead.eventsPerSec)),
+  };
+}
+
+export interface ShardedBenchResult extends ShardedResult {
+  /** Same as throughputRatio: the headline of a `--sharded` run. */
+  shardedScaling: number;
+  dataset: DatasetSpec;
+  quick: boolean;
+  machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
+  profileDir: string | null;
+}
+
+/** `--sharded`: two per-shard workers on a 2-shard source against one worker on a replica set. */
+async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
+  const loadAvgStart = loadavg();
+  const profileDir = options.profileDir
+    ? resolve(options.profileDir, new Date().toISOString().replace(/[:.]/g, '-'))
+    : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const spec: DatasetSpec = {
+    database: DATABASE,
+    collections: options.collections,
+    documents: options.documents,
+    documentBytes: options.documentBytes,
+  };
+  log(
+    `bench --sharded: ${spec.documents} documents of ~${spec.documentBytes} B over ${spec.collections} collections; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
+  );
+  try {
+    const result = await runShardedScale(spec, {
+      profileDir,
+      timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
+      log,
+    });
+    return {
+      ...result,
+      shardedScaling: result.throughputRatio,
+      dataset: spec,
+      quick: options.quick,
+      machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
+      profileDir,
+    };
+  } finally {
+    await stopAll();
+  }
+}
+
+function renderSharded(r: ShardedBenchResult): string[] {
+  const run = (label: string, x: ShardedResult['sharded']): string[] => [
+    `${label.padEnd(44)}${Math.round(x.docsPerSec).toString().padStart(10)} docs/s  ${x.seconds.toFixed(1)} s, ${x.totalCpuMicrosPerDocument.toFixed(0)} CPU-µs/doc in all`,
+    ...x.processes.map(
+      (p) =>
+        `      ${p.name.padEnd(24)} ${p.cpuSeconds.toFixed(1).padStart(7)} CPU-s ${p.cpuMicrosPerDocument.toFixed(0).padStart(7)} µs/doc${p.peakRssMB !== undefined ? `  peak RSS ${p.peakRssMB.toFixed(0)} MB` : ''}`,
+    ),
+  ];
+  return [
+    `Sharded scale — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collections${r.quick ? ', quick' : ''}`,
+    `machine: ${r.machine.cpus} CPUs, load average ${r.machine.loadAvgStart.map((l) => l.toFixed(1)).join('/')} → ${r.machine.loadAvgEnd.map((l) => l.toFixed(1)).join('/')}`,
+    '',
+    ...run('(s1) one worker, replica-set source', r.replicaSet),
+    ...run('(s2) two per-shard workers, 2-shard source', r.sharded),
+    '',
+    `throughput 2 shards / replica set  ${r.throughputRatio.toFixed(2)}`,
+    `CPU per document 2 shards / rs     ${r.cpuPerDocumentRatio.toFixed(2)}`,
+  ];
 }
 
 function describe(p: Awaited<ReturnType<typeof progress>>): string {
@@ -323,10 +505,14 @@ if (require.main === module) {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  main(options).then(
+  const run: Promise<BenchResult | ShardedBenchResult> = options.sharded
+    ? mainSharded(options)
+    : main(options);
+  run.then(
     (result) => {
       log('');
-      for (const line of renderTable(result)) log(line);
+      for (const line of 'sharded' in result ? renderSharded(result) : renderTable(result))
+        log(line);
       if (result.profileDir) {
         log('');
         log(`CPU profiles in ${result.profileDir}:`);

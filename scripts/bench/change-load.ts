@@ -1,19 +1,12 @@
-import {
-  Double,
-  Int32,
-  Long,
-  type AnyBulkWriteOperation,
-  type Document,
-  type MongoClient,
-} from 'mongodb';
-import { rng } from '../lib/sample-data';
-import { collectionName, collectionOf, makeDocument, type DatasetSpec } from './dataset';
+import { Long, type MongoClient } from 'mongodb';
+import { LOAD_ID_BASE, MixPlanner } from './change-mix';
+import { collectionName, type DatasetSpec } from './dataset';
 import { sleep } from './processes';
 import { progress } from './worker-copy';
 
-/** `_id`s of documents the load inserts: far above the dataset's, so cleanup is one range. */
-export const LOAD_ID_BASE = 1_000_000_000_000;
-const PROBE_DB = 'bench_probe';
+export { LOAD_ID_BASE };
+/** The lag probe's database (a peer under test must sync it too). */
+export const PROBE_DB = 'bench_probe';
 const TICK_MS = 100;
 const PROBE_MS = 100;
 const MAX_TICKS_IN_FLIGHT = 4;
@@ -69,7 +62,8 @@ export interface ChangeOptions {
 export async function measureChangeApplication(
   source: MongoClient,
   destination: MongoClient,
-  api: string,
+  /** The worker's API (its own lag is sampled); null for a peer without one. */
+  api: string | null,
   spec: DatasetSpec,
   options: ChangeOptions,
 ): Promise<ChangeResult> {
@@ -124,7 +118,7 @@ export async function removeLoadDocuments(source: MongoClient, spec: DatasetSpec
 async function runStep(
   load: LoadGenerator,
   probe: LagProbe,
-  api: string,
+  api: string | null,
   target: number,
   options: ChangeOptions,
 ): Promise<StepResult> {
@@ -132,6 +126,7 @@ async function runStep(
   const firstProbe = probe.nextSeq;
   let workerLagMax: number | null = null;
   const watchWorker = async (): Promise<void> => {
+    if (api === null) return;
     const p = await progress(api).catch(() => null);
     if (p?.lagTimeSeconds != null) workerLagMax = Math.max(workerLagMax ?? 0, p.lagTimeSeconds);
   };
@@ -188,70 +183,30 @@ async function runStep(
   };
 }
 
-/** Mixed writes on the dataset's collections, one unordered bulkWrite per collection per call. */
+/** The mix at a given rate: one unordered bulkWrite per collection per call. */
 class LoadGenerator {
   readonly counts = { inserts: 0, updates: 0, deletes: 0 };
-  private readonly random = rng(99);
-  private nextId = LOAD_ID_BASE;
-  /** Acknowledged inserted `_id`s not yet deleted, oldest first (deletes take the oldest). */
-  private readonly inserted: number[] = [];
-  private insertedHead = 0;
+  private readonly planner: MixPlanner;
 
   constructor(
     private readonly client: MongoClient,
     private readonly spec: DatasetSpec,
-  ) {}
+  ) {
+    this.planner = new MixPlanner(spec);
+  }
 
   async issue(count: number): Promise<void> {
-    const perCollection = new Map<number, AnyBulkWriteOperation<Document>[]>();
-    const add = (k: number, op: AnyBulkWriteOperation<Document>): void => {
-      const list = perCollection.get(k) ?? [];
-      list.push(op);
-      perCollection.set(k, list);
-    };
-    const tally = { inserts: 0, updates: 0, deletes: 0 };
-    const added: number[] = [];
-    for (let n = 0; n < count; n++) {
-      const r = this.random();
-      if (r < 0.3) {
-        const id = this.nextId++;
-        added.push(id);
-        add(collectionOf(this.spec, id), {
-          insertOne: { document: makeDocument(id, this.spec.documentBytes) },
-        });
-        tally.inserts += 1;
-      } else if (r < 0.6 && this.insertedHead < this.inserted.length) {
-        const id = this.inserted[this.insertedHead++]!;
-        add(collectionOf(this.spec, id), { deleteOne: { filter: { _id: Long.fromNumber(id) } } });
-        tally.deletes += 1;
-      } else {
-        const i = Math.floor(this.random() * this.spec.documents);
-        add(collectionOf(this.spec, i), {
-          updateOne: {
-            filter: { _id: Long.fromNumber(i) },
-            update: {
-              $set: { ratio: new Double(this.random()), 'flags.level': new Int32(n % 10) },
-              $inc: { seq: new Int32(1) },
-            },
-          },
-        });
-        tally.updates += 1;
-      }
-    }
-    if (this.insertedHead > 100_000) {
-      this.inserted.splice(0, this.insertedHead);
-      this.insertedHead = 0;
-    }
+    const batches = this.planner.plan(count);
     const db = this.client.db(this.spec.database);
     await Promise.all(
-      [...perCollection].map(([k, ops]) =>
-        db.collection(collectionName(k)).bulkWrite(ops, { ordered: false }),
-      ),
+      batches.map((b) => db.collection(b.collection).bulkWrite(b.ops, { ordered: false })),
     );
-    this.inserted.push(...added); // deletable only once acknowledged: every delete hits a document
-    this.counts.inserts += tally.inserts;
-    this.counts.updates += tally.updates;
-    this.counts.deletes += tally.deletes;
+    for (const b of batches) {
+      this.planner.acknowledge(b); // deletable only once acknowledged: every delete hits a document
+      this.counts.inserts += b.inserts;
+      this.counts.updates += b.updates;
+      this.counts.deletes += b.deletes;
+    }
   }
 }
 

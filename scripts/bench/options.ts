@@ -15,6 +15,10 @@ export interface BenchOptions {
   rateFactors: number[];
   skipChanges: boolean;
   skipScaling: boolean;
+  /** Skip (i), the peer (mongochangestream). */
+  skipPeer: boolean;
+  /** Instead of the replica-set run: copy from a 2-shard source with two workers (and one, for scale). */
+  sharded: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -28,6 +32,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --rates F,F,...         change-load rates as fractions of the raw write rate
   --skip-changes          skip (d)
   --skip-scaling          skip (f)
+  --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
+  --sharded               sharded scale instead: the dataset from a 2-shard source copied by two
+                          per-shard workers, against one worker on a replica-set source
   --cpu-prof [DIR]        CPU-profile the worker and both emulators into DIR
                           (default .tmp/bench-profiles; also BENCH_CPU_PROF=DIR or =1)`;
 
@@ -51,6 +58,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     rateFactors: quick ? QUICK_RATES : FULL_RATES,
     skipChanges: false,
     skipScaling: false,
+    skipPeer: false,
+    sharded: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -96,6 +105,12 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--skip-scaling':
         o.skipScaling = true;
+        break;
+      case '--skip-peer':
+        o.skipPeer = true;
+        break;
+      case '--sharded':
+        o.sharded = true;
         break;
       case '--cpu-prof': {
         const next = argv[i + 1];

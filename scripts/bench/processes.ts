@@ -71,6 +71,8 @@ export async function startWorker(
   destinationUri: string,
   profileDir: string | null,
   tag: string,
+  /** More worker flags (`--id <shard>` for a per-shard worker). */
+  extraArgs: string[] = [],
 ): Promise<WorkerProcess> {
   const port = await freePort();
   const args = [
@@ -82,6 +84,7 @@ export async function startWorker(
     destinationUri,
     '--port',
     String(port),
+    ...extraArgs,
   ];
   const started = track(await startNodeProcess<Record<string, unknown>>(args));
   const seen = new Map<string, number>();

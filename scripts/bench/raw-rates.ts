@@ -74,7 +74,7 @@ export interface WriteResult extends Rate {
  * (b) The destination's raw write rate: unordered `insertMany` of the same documents (same
  * generator, same `_id`s) into a scratch database on the destination. A short probe over
  * concurrency × batch size picks the best setting; then the whole dataset is written with it.
- * The scratch database is dropped afterwards.
+ * The scratch database is dropped afterwards (unless `keepScratch`).
  */
 export async function measureWrite(
   client: MongoClient,
@@ -82,6 +82,8 @@ export async function measureWrite(
   spec: DatasetSpec,
   datasetBytes: number,
   grid: { concurrencies: number[]; batchSizes: number[]; probeDocuments: number },
+  /** Leave the dataset in the scratch database (the caller measures more on it, then drops it). */
+  keepScratch = false,
 ): Promise<WriteResult> {
   const probes: WriteResult['probes'] = [];
   let best = { concurrency: grid.concurrencies[0]!, batchSize: grid.batchSizes[0]!, docsPerSec: 0 };
@@ -103,7 +105,7 @@ export async function measureWrite(
   await client.db(scratchDatabase).dropDatabase();
   const generationSeconds = timeGeneration(spec);
   const r = await insertRange(client, scratchDatabase, spec, 0, spec.documents, best);
-  await client.db(scratchDatabase).dropDatabase();
+  if (!keepScratch) await client.db(scratchDatabase).dropDatabase();
   return {
     ...rate(r.documents, datasetBytes, r.seconds),
     concurrency: best.concurrency,

@@ -35,6 +35,25 @@ export function renderTable(r: BenchResult): string[] {
       `${n(r.copy1x.seconds, 1)} s, peak RSS ${n(r.copy1x.peakRssMB)} MB`,
     ),
   ];
+  if ('skipped' in r.changeLimit) {
+    lines.push(row('(g)/(h) change limit', '-', '', `skipped: ${r.changeLimit.skipped}`));
+  } else {
+    const { directApply: g, streamRead: h } = r.changeLimit;
+    lines.push(
+      row(
+        '(g) destination applies the mix (ops/s)',
+        n(g.opsPerSec),
+        '',
+        `${g.ops} ops (${g.inserts} ins/${g.updates} upd/${g.deletes} del), unordered bulkWrite`,
+      ),
+      row(
+        '(h) source change-stream read (ev/s)',
+        n(h.eventsPerSec),
+        '',
+        `${h.events} events; the source wrote the mix at ${n(h.sourceWrite.opsPerSec)} ops/s`,
+      ),
+    );
+  }
   if ('skipped' in r.change)
     lines.push(row('(d) sustained change rate', '-', '-', `skipped: ${r.change.skipped}`));
   else {
@@ -63,13 +82,36 @@ export function renderTable(r: BenchResult): string[] {
         `${n(r.copy4x.seconds, 1)} s, peak RSS ${n(r.copy4x.peakRssMB)} MB`,
       ),
     );
+  if ('skipped' in r.peer) lines.push(row('(i) peer', '-', '-', `skipped: ${r.peer.skipped}`));
+  else {
+    lines.push(
+      row(
+        `(i) peer copy (${r.peer.tool})`,
+        n(r.peer.copy.docsPerSec),
+        n(r.peer.copy.mbPerSec, 1),
+        `${n(r.peer.copy.seconds, 1)} s, peak RSS ${n(r.peer.copy.peakRssMB)} MB`,
+      ),
+    );
+    if ('skipped' in r.peer.change)
+      lines.push(row('(i) peer sustained change rate', '-', '', r.peer.change.skipped));
+    else {
+      lines.push(
+        row('(i) peer sustained change rate (ops/s)', n(r.peer.change.sustainedOpsPerSec), '', ''),
+      );
+      for (const s of r.peer.change.steps) {
+        lines.push(
+          `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}`,
+        );
+      }
+    }
+  }
   lines.push(row('(e) worker peak RSS 1× (copy + changes)', '', '', `${n(r.peakRssMB1x)} MB`));
   if ('skipped' in r.verification)
-    lines.push(row('(g) verification at commit', '', '', `skipped: ${r.verification.skipped}`));
+    lines.push(row('(v) verification at commit', '', '', `skipped: ${r.verification.skipped}`));
   else
     lines.push(
       row(
-        '(g) verification at commit',
+        '(v) verification at commit',
         '',
         '',
         `${n(r.verification.seconds, 1)} s, RSS ${n(r.verification.peakRssMB)} MB (+${n(r.verification.rssDeltaMB)} MB)`,
@@ -80,7 +122,14 @@ export function renderTable(r: BenchResult): string[] {
     `copy / min(a, b)          ${n(r.copyRatio, 2).padStart(8)}   ${verdict(r.copyRatio, r.targets.copyRatio, false)}`,
   );
   lines.push(
-    `sustained change rate / b ${n(r.changeRatio, 2).padStart(8)}   ${verdict(r.changeRatio, r.targets.changeRatio, false)}`,
+    `change rate / min(g, h)   ${n(r.changeRatio, 2).padStart(8)}   ${verdict(r.changeRatio, r.targets.changeRatio, false)}`,
+  );
+  lines.push(`change rate / b           ${n(r.changeRatioVsInsert, 2).padStart(8)}   (round 1's figure)`);
+  lines.push(
+    `copy / peer's copy        ${n(r.peerCopyRatio, 2).padStart(8)}   ${verdict(r.peerCopyRatio, r.targets.peerCopyRatio, false)}`,
+  );
+  lines.push(
+    `change / peer's change    ${n(r.peerChangeRatio, 2).padStart(8)}   ${verdict(r.peerChangeRatio, r.targets.peerChangeRatio, false)}`,
   );
   lines.push(
     `time(${r.scale}×) / time(1×)      ${n(r.scaling4x, 2).padStart(8)}   ${verdict(r.scaling4x, r.targets.scaling4x, true)}`,

@@ -1,7 +1,10 @@
 import { MongoServerError } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
 
-describe('authentication and authorization', () => {
+const suite = describeEmulatorOnly('users created at launch');
+
+suite('authentication and authorization', () => {
   let cluster: TestCluster;
 
   beforeAll(async () => {

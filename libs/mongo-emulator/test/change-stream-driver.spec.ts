@@ -1,14 +1,17 @@
 import { Timestamp, type ChangeStreamDocument, type Document, type MongoClient } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { emulatorOnly } from './helpers/real-server';
 
 /** The official driver's ChangeStream against the emulator over the wire. */
 describe('change streams through the mongodb driver', () => {
   let cluster: TestCluster;
   let client: MongoClient;
+  let drv: string;
 
   beforeAll(async () => {
     cluster = await TestCluster.start({ historySize: 1000 });
     client = await cluster.connect();
+    drv = cluster.dbName('drv');
   });
   afterAll(async () => {
     await cluster.close();
@@ -19,7 +22,7 @@ describe('change streams through the mongodb driver', () => {
   }
 
   it('delivers insert/update/replace/delete with exact shapes', async () => {
-    const coll = client.db('drv').collection('crud');
+    const coll = client.db(drv).collection('crud');
     const stream = coll.watch([], { maxAwaitTimeMS: 200 });
     await stream.tryNext(); // opens the cursor (aggregate) before the writes
     // Ten elements: a truncation diff is then smaller than the new array, so mongod (and we)
@@ -33,7 +36,7 @@ describe('change streams through the mongodb driver', () => {
     const insert = await next(stream);
     expect(insert).toMatchObject({
       operationType: 'insert',
-      ns: { db: 'drv', coll: 'crud' },
+      ns: { db: drv, coll: 'crud' },
       documentKey: { _id: 1 },
     });
     expect(insert.clusterTime).toBeInstanceOf(Timestamp);
@@ -57,7 +60,7 @@ describe('change streams through the mongodb driver', () => {
   });
 
   it('resumes from event tokens, the PBRT and operation times', async () => {
-    const coll = client.db('drv').collection('resume');
+    const coll = client.db(drv).collection('resume');
     const stream = coll.watch([], { maxAwaitTimeMS: 100 });
     expect(await stream.tryNext()).toBeNull();
     const idle = stream.resumeToken; // the high-water mark PBRT
@@ -81,11 +84,11 @@ describe('change streams through the mongodb driver', () => {
   });
 
   it('advances the resume token while idle', async () => {
-    const coll = client.db('drv').collection('idle');
+    const coll = client.db(drv).collection('idle');
     const stream = coll.watch([], { maxAwaitTimeMS: 50 });
     await stream.tryNext();
     const before = (stream.resumeToken as { _data: string })._data;
-    await client.db('drv').collection('noise').insertOne({});
+    await client.db(drv).collection('noise').insertOne({});
     await stream.tryNext();
     const after = (stream.resumeToken as { _data: string })._data;
     expect(after > before).toBe(true);
@@ -93,7 +96,7 @@ describe('change streams through the mongodb driver', () => {
   });
 
   it('applies user stages and refuses a modified _id', async () => {
-    const coll = client.db('drv').collection('stages');
+    const coll = client.db(drv).collection('stages');
     const stream = coll.watch(
       [{ $match: { 'fullDocument.keep': true } }, { $project: { fullDocument: 1 } }],
       {
@@ -119,7 +122,7 @@ describe('change streams through the mongodb driver', () => {
   });
 
   it('invalidates on drop and can start after the invalidate', async () => {
-    const db = client.db('drv');
+    const db = client.db(drv);
     await db.collection('gone').insertOne({ _id: 1 } as never);
     const stream = db.collection('gone').watch([], { maxAwaitTimeMS: 100 });
     await stream.tryNext();
@@ -139,26 +142,29 @@ describe('change streams through the mongodb driver', () => {
     await again.close();
   });
 
-  it('reports history loss with ChangeStreamHistoryLost', async () => {
-    const small = await TestCluster.start({ historySize: 3 });
-    try {
-      const c = await small.connect();
-      const coll = c.db('h').collection('x');
-      await coll.insertOne({});
-      const start = (await c.db('admin').command({ ping: 1 })).operationTime as Timestamp;
-      for (let i = 0; i < 5; i++) await coll.insertOne({});
-      const err = await coll
-        .watch([], { startAtOperationTime: start })
-        .tryNext()
-        .catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 286, codeName: 'ChangeStreamHistoryLost' });
-      expect(
-        (err as { errorLabels?: string[] }).errorLabels ?? [
-          ...((err as { errorLabelSet?: Set<string> }).errorLabelSet ?? []),
-        ],
-      ).toContain('NonResumableChangeStreamError');
-    } finally {
-      await small.close();
-    }
-  });
+  emulatorOnly('a 3-entry history (historySize); a real oplog is sized in bytes')(
+    'reports history loss with ChangeStreamHistoryLost',
+    async () => {
+      const small = await TestCluster.start({ historySize: 3 });
+      try {
+        const c = await small.connect();
+        const coll = c.db('h').collection('x');
+        await coll.insertOne({});
+        const start = (await c.db('admin').command({ ping: 1 })).operationTime as Timestamp;
+        for (let i = 0; i < 5; i++) await coll.insertOne({});
+        const err = await coll
+          .watch([], { startAtOperationTime: start })
+          .tryNext()
+          .catch((e: unknown) => e);
+        expect(err).toMatchObject({ code: 286, codeName: 'ChangeStreamHistoryLost' });
+        expect(
+          (err as { errorLabels?: string[] }).errorLabels ?? [
+            ...((err as { errorLabelSet?: Set<string> }).errorLabelSet ?? []),
+          ],
+        ).toContain('NonResumableChangeStreamError');
+      } finally {
+        await small.close();
+      }
+    },
+  );
 });

@@ -8,6 +8,7 @@ import {
   TokenType,
 } from '../src/changes';
 import { CommandError } from '../src/errors';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 const uuid = new Binary(Buffer.from('a5093abb38fe4b9ea67f01bb1a96d812', 'hex'), 4);
 const ts = (t: number, i: number) => new Timestamp({ t, i });
@@ -21,7 +22,9 @@ function codeOf(fn: () => unknown): number | undefined {
   return undefined;
 }
 
-describe('resume tokens', () => {
+const suite = describeEmulatorOnly("unit test of the emulator's resume-token codec, no server");
+
+suite('resume tokens', () => {
   it('decodes and re-encodes a token produced by MongoDB byte for byte', () => {
     // A v1 insert token from a real server (documentKey {_id: '___x'}).
     const hex =

@@ -3,10 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { parseArgs, parseUser, UsageError } from '../src/cli';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
-describe('cli argument parsing', () => {
+const suite = describeEmulatorOnly("the emulator's CLI");
+
+suite('cli argument parsing', () => {
   it('parses a full command line', () => {
     const opts = parseArgs([
       '--topology',
@@ -46,7 +49,7 @@ describe('cli argument parsing', () => {
   });
 });
 
-describe('cli process', () => {
+suite('cli process', () => {
   let outDir: string;
   let cliPath: string;
   const children: ChildProcess[] = [];

@@ -21,7 +21,7 @@ describe('collectionUUID', () => {
   });
   afterAll(() => cluster.close());
   beforeEach(async () => {
-    db = client.db(`uuid_${Math.random().toString(36).slice(2, 8)}`);
+    db = client.db(cluster.dbName(`uuid_${Math.random().toString(36).slice(2, 8)}`));
     await db.collection<TestDoc>('coll').insertOne({ _id: 0 });
   });
 

@@ -24,7 +24,7 @@ describe('CRUD through the official driver', () => {
     await cluster.close();
   });
   beforeEach(async () => {
-    db = client.db(`crud_${Math.random().toString(36).slice(2, 8)}`);
+    db = client.db(cluster.dbName(`crud_${Math.random().toString(36).slice(2, 8)}`));
   });
 
   it('inserts with generated ObjectIds and finds with filter/sort/skip/limit/projection', async () => {
@@ -56,7 +56,7 @@ describe('CRUD through the official driver', () => {
     expect(seen).toHaveLength(2500);
     expect(seen[0]).toBe(1000);
     expect(seen[2499]).toBe(3499);
-    expect(cluster.rs.node.cursors.openCount).toBe(0);
+    expect(await cluster.openCursors(client, `${db.databaseName}.big`)).toBe(0);
   });
 
   it('reports ordered and unordered duplicate key write errors like mongod', async () => {

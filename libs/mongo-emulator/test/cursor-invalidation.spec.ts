@@ -23,7 +23,7 @@ describe('cursor invalidation by drop and rename', () => {
   });
   afterAll(() => cluster.close());
   beforeEach(async () => {
-    db = client.db(`inval_${Math.random().toString(36).slice(2, 8)}`);
+    db = client.db(cluster.dbName(`inval_${Math.random().toString(36).slice(2, 8)}`));
     await db
       .collection<TestDoc>('test')
       .insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: i, x: i })));

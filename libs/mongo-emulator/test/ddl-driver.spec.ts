@@ -14,7 +14,7 @@ describe('DDL through the official driver', () => {
     await cluster.close();
   });
   beforeEach(async () => {
-    db = client.db(`ddl_${Math.random().toString(36).slice(2, 8)}`);
+    db = client.db(cluster.dbName(`ddl_${Math.random().toString(36).slice(2, 8)}`));
   });
 
   it('creates collections with options and lists them exactly', async () => {

@@ -1,8 +1,13 @@
 import { MongoClient } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
+
+const suite = describeEmulatorOnly(
+  'configureFailPoint failCommand: a test command, and state shared by every client of a real server',
+);
 
 /** configureFailPoint `mode: {activationProbability: p}` (mongod's FailPoint random mode). */
-describe('failCommand fail point: activationProbability', () => {
+suite('failCommand fail point: activationProbability', () => {
   let cluster: TestCluster;
   let client: MongoClient;
 

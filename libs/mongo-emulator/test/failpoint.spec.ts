@@ -1,7 +1,12 @@
 import { MongoClient } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
 
-describe('failCommand fail point', () => {
+const suite = describeEmulatorOnly(
+  'configureFailPoint failCommand: a test command, and state shared by every client of a real server',
+);
+
+suite('failCommand fail point', () => {
   let cluster: TestCluster;
   let client: MongoClient;
 

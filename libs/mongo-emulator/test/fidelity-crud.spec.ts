@@ -15,7 +15,7 @@ describe('fidelity: collation, let, pipeline updates, update sort, $-prefixed _i
   beforeAll(async () => {
     cluster = await TestCluster.start();
     client = await cluster.connect({ retryWrites: false });
-    db = client.db('fidelity');
+    db = client.db(cluster.dbName('fidelity'));
   });
   afterAll(() => cluster.close());
 
@@ -321,18 +321,27 @@ describe('fidelity: collation, let, pipeline updates, update sort, $-prefixed _i
         .db('admin')
         .aggregate([{ $listLocalSessions: { allUsers: true } }])
         .toArray();
-      const mine = all.find((r) =>
-        Buffer.from((r._id.id as Binary).buffer).equals(Buffer.from(id.buffer)),
-      );
-      const noAuth = createHash('sha256').digest();
+      const sameId = (r: Document, sid: Binary) =>
+        Buffer.from((r._id.id as Binary).buffer).equals(Buffer.from(sid.buffer));
+      const mine = all.find((r) => sameId(r, id));
+      // The owner's digest (mongod's getLogicalSessionUserDigestFor): SHA-256 of
+      // "<user>@<db>", of "" without authentication.
+      const status = await client.db('admin').command({ connectionStatus: 1 });
+      const [user] = status.authInfo.authenticatedUsers as Array<{ user: string; db: string }>;
+      const owner = createHash('sha256')
+        .update(user ? `${user.user}@${user.db}` : '')
+        .digest();
+      const uidOf = (r: Document) => Buffer.from((r._id.uid as Binary).buffer);
       expect(mine).toBeDefined();
-      expect(Buffer.from((mine!._id.uid as Binary).buffer).equals(noAuth)).toBe(true);
+      expect(uidOf(mine!).equals(owner)).toBe(true);
       expect(mine!.lastUse).toBeInstanceOf(Date);
+      // Without allUsers: the calling user's sessions only (mine among them).
       const own = await client
         .db('admin')
-        .aggregate([{ $listLocalSessions: {} }, { $count: 'n' }])
+        .aggregate([{ $listLocalSessions: {} }])
         .toArray();
-      expect(own[0].n).toBe(all.length);
+      expect(own.some((r) => sameId(r, id))).toBe(true);
+      expect(own.every((r) => uidOf(r).equals(owner))).toBe(true);
       const other = await client
         .db('admin')
         .aggregate([{ $listLocalSessions: { users: [{ user: 'x', db: 'admin' }] } }])

@@ -1,8 +1,13 @@
 import { MongoClient, type ChangeStream, type CommandStartedEvent, type Document } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
+
+const suite = describeEmulatorOnly(
+  'configureFailPoint failGetMoreAfterCursorCheckout: a test command, and state shared by every client of a real server',
+);
 
 /** mongod's failGetMoreAfterCursorCheckout fail point (getmore_cmd.cpp), through the driver. */
-describe('fidelity: failGetMoreAfterCursorCheckout', () => {
+suite('fidelity: failGetMoreAfterCursorCheckout', () => {
   let cluster: TestCluster;
   let client: MongoClient;
 

@@ -1,12 +1,15 @@
 import type { MongoClient, TopologyDescription } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 /** The driver's SDAM state (`MongoClient.topology` is internal API, absent from the typings). */
 function topologyOf(client: MongoClient): { description: TopologyDescription } {
   return (client as unknown as { topology: { description: TopologyDescription } }).topology;
 }
 
-describe('handshake and topology', () => {
+const suite = describeEmulatorOnly("the emulator's own set name, port, noop interval and oplog");
+
+suite('handshake and topology', () => {
   let cluster: TestCluster;
 
   beforeAll(async () => {
@@ -128,7 +131,7 @@ describe('handshake and topology', () => {
   });
 });
 
-describe('monitoring while idle', () => {
+suite('monitoring while idle', () => {
   it('streams heartbeats for 30 idle seconds without a single failure', async () => {
     const cluster = await TestCluster.start({ noopIntervalMs: 1000 });
     try {

@@ -7,11 +7,14 @@ import {
   type Timestamp,
 } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 interface TestDoc {
   _id: number | string;
   [key: string]: unknown;
 }
+
+const suite = describeEmulatorOnly("the disableSnapshotting fail point and the emulator's oplog");
 
 /**
  * mongod's `disableSnapshotting` fail point: while it is on, the majority-committed snapshot
@@ -19,7 +22,7 @@ interface TestDoc {
  * readConcern majority reads and change streams do not see newer writes, and w:"majority"
  * writes wait (_doneWaitingForReplication_inlock waits for the committed snapshot).
  */
-describe('disableSnapshotting: a lagging majority commit point', () => {
+suite('disableSnapshotting: a lagging majority commit point', () => {
   let cluster: TestCluster;
   let client: MongoClient;
   let db: Db;

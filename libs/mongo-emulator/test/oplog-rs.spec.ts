@@ -1,8 +1,11 @@
 import { Timestamp, type MongoClient } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
+
+const suite = describeEmulatorOnly('a 5-entry history (historySize)');
 
 /** local.oplog.rs read in natural order: how tools find a replica set's oplog window. */
-describe('local.oplog.rs', () => {
+suite('local.oplog.rs', () => {
   let cluster: TestCluster;
   let client: MongoClient;
 

@@ -8,6 +8,7 @@ import {
   Timestamp,
 } from 'mongodb';
 import { TestCluster } from './helpers/cluster';
+import { withoutAccessControl } from './helpers/real-server';
 
 interface TestDoc {
   _id: number | string;
@@ -32,10 +33,10 @@ describe('readConcern afterClusterTime and causal consistency', () => {
   afterAll(() => cluster.close());
   beforeEach(async () => {
     started.length = 0;
-    db = client.db(`rc_${Math.random().toString(36).slice(2, 8)}`);
+    db = client.db(cluster.dbName(`rc_${Math.random().toString(36).slice(2, 8)}`));
   });
 
-  const node = () => cluster.rs.node;
+  const clusterTime = () => cluster.clusterTime(client);
   const plus = (ts: Timestamp, secs: number) => new Timestamp({ t: ts.high + secs, i: 1 });
 
   it('accepts majority and local reads after an operation time the node has reached', async () => {
@@ -78,7 +79,7 @@ describe('readConcern afterClusterTime and causal consistency', () => {
   });
 
   it('fails with 72 InvalidOptions for a time beyond the cluster time', async () => {
-    const now = node().clock.current();
+    const now = await clusterTime();
     const ahead = plus(now, 100);
     const err = await db
       .command({ find: 'c', readConcern: { level: 'majority', afterClusterTime: ahead } })
@@ -95,54 +96,68 @@ describe('readConcern afterClusterTime and causal consistency', () => {
     );
   });
 
-  it('a gossiped $clusterTime moves the clock, and the read waits for a no-op write to reach it', async () => {
-    await db.collection<TestDoc>('c').insertOne({ _id: 1 });
-    const ahead = plus(node().clock.current(), 5);
-    const session = client.startSession({ causalConsistency: true });
-    try {
-      session.advanceClusterTime({
-        clusterTime: ahead,
-        signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.ZERO },
-      });
-      session.advanceOperationTime(ahead);
-      const docs = await db
-        .collection('c')
-        .find({}, { session, readConcern: { level: 'majority' } })
-        .toArray();
-      expect(docs).toEqual([{ _id: 1 }]);
-      const noop = node().oplog.newest();
-      expect(noop).toMatchObject({
-        op: 'noop',
-        o: { 'noop write for afterClusterTime read concern': 1 },
-      });
-      expect(noop!.ts.greaterThan(ahead)).toBe(true);
-      expect(session.operationTime!.greaterThanOrEqual(ahead)).toBe(true);
-    } finally {
-      await session.endSession();
-    }
-  });
+  const unsignedGossip = withoutAccessControl('gossips an unsigned $clusterTime');
 
-  it('rejects a gossiped $clusterTime more than a year ahead of the wall clock (205)', async () => {
-    const farAhead = new Timestamp({ t: Math.floor(Date.now() / 1000) + 2 * 365 * 86400, i: 1 });
-    const session = client.startSession({ causalConsistency: true });
-    try {
-      session.advanceClusterTime({
-        clusterTime: farAhead,
-        signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.ZERO },
-      });
-      const err = await db.command({ ping: 1 }, { session }).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 205, codeName: 'ClusterTimeFailsRateLimiter' });
-      expect((err as Error).message).toMatch(
-        new RegExp(
-          `^New \\$clusterTime, ${farAhead.high}, is too far from this node's wall clock time, \\d+\\.$`,
-        ),
-      );
-    } finally {
-      await session.endSession();
-    }
-    // The clock did not move.
-    expect(node().clock.current().lessThan(farAhead)).toBe(true);
-  });
+  unsignedGossip(
+    'a gossiped $clusterTime moves the clock, and the read waits for a no-op write to reach it',
+    async () => {
+      await db.collection<TestDoc>('c').insertOne({ _id: 1 });
+      const ahead = plus(await clusterTime(), 5);
+      const session = client.startSession({ causalConsistency: true });
+      try {
+        session.advanceClusterTime({
+          clusterTime: ahead,
+          signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.ZERO },
+        });
+        session.advanceOperationTime(ahead);
+        const docs = await db
+          .collection('c')
+          .find({}, { session, readConcern: { level: 'majority' } })
+          .toArray();
+        expect(docs).toEqual([{ _id: 1 }]);
+        const [noop] = await client
+          .db('local')
+          .collection('oplog.rs')
+          .find({ op: 'n', 'o.noop write for afterClusterTime read concern': 1 })
+          .sort({ $natural: -1 })
+          .limit(1)
+          .toArray();
+        expect(noop).toMatchObject({
+          op: 'n',
+          o: { 'noop write for afterClusterTime read concern': 1 },
+        });
+        expect(noop!.ts.greaterThan(ahead)).toBe(true);
+        expect(session.operationTime!.greaterThanOrEqual(ahead)).toBe(true);
+      } finally {
+        await session.endSession();
+      }
+    },
+  );
+
+  unsignedGossip(
+    'rejects a gossiped $clusterTime more than a year ahead of the wall clock (205)',
+    async () => {
+      const farAhead = new Timestamp({ t: Math.floor(Date.now() / 1000) + 2 * 365 * 86400, i: 1 });
+      const session = client.startSession({ causalConsistency: true });
+      try {
+        session.advanceClusterTime({
+          clusterTime: farAhead,
+          signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.ZERO },
+        });
+        const err = await db.command({ ping: 1 }, { session }).catch((e: unknown) => e);
+        expect(err).toMatchObject({ code: 205, codeName: 'ClusterTimeFailsRateLimiter' });
+        expect((err as Error).message).toMatch(
+          new RegExp(
+            `^New \\$clusterTime, ${farAhead.high}, is too far from this node's wall clock time, \\d+\\.$`,
+          ),
+        );
+      } finally {
+        await session.endSession();
+      }
+      // The clock did not move.
+      expect((await clusterTime()).lessThan(farAhead)).toBe(true);
+    },
+  );
 
   it('validates readConcern like ReadConcernArgs', async () => {
     await expect(db.command({ find: 'c', readConcern: { level: 'bogus' } })).rejects.toMatchObject({
@@ -151,7 +166,7 @@ describe('readConcern afterClusterTime and causal consistency', () => {
     await expect(
       db.command({
         find: 'c',
-        readConcern: { level: 'available', afterClusterTime: node().clock.current() },
+        readConcern: { level: 'available', afterClusterTime: await clusterTime() },
       }),
     ).rejects.toMatchObject({
       code: 72,

@@ -2,6 +2,7 @@ import { Binary, Long, type ClientSession, MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import type { CommandDefinition } from '../src';
 import { TestCluster } from './helpers/cluster';
+import { emulatorOnly } from './helpers/real-server';
 
 /**
  * Retryable writes are checked with a test-only command registered on the node: it
@@ -24,14 +25,19 @@ describe('sessions and retryable writes', () => {
         return { n: applied, ok: 1 };
       },
     };
-    // The registry is private API; tests reach in to add a probe command.
-    (cluster.rs.node.commands as unknown as { byName: Map<string, CommandDefinition> }).byName.set(
-      probe.name,
-      probe,
-    );
+    // The registry is private API; tests reach in to add a probe command (emulator only).
+    if (!cluster.real)
+      (
+        cluster.rs.node.commands as unknown as { byName: Map<string, CommandDefinition> }
+      ).byName.set(probe.name, probe);
     client = await cluster.connect();
   });
   afterAll(() => cluster.close());
+
+  const withProbe = emulatorOnly('counts executions with a probe command added to the node');
+  const withProbeAndFailPoint = emulatorOnly(
+    'a probe command added to the node, and configureFailPoint (test commands)',
+  );
 
   const lsid = () => ({ id: new Binary(Buffer.from(randomUUID().replace(/-/g, ''), 'hex'), 4) });
   /**
@@ -47,7 +53,7 @@ describe('sessions and retryable writes', () => {
       { session },
     );
 
-  it('answers a retry of the same (lsid, txnNumber) without applying it again', async () => {
+  withProbe('answers a retry of the same (lsid, txnNumber) without applying it again', async () => {
     const session = client.startSession();
     const first = await send(session, 1);
     const retry = await send(session, 1);
@@ -70,7 +76,7 @@ describe('sessions and retryable writes', () => {
     await other.endSession();
   });
 
-  it('checks the txnNumber type', async () => {
+  withProbe('checks the txnNumber type', async () => {
     await expect(
       client.db('app').command({ testRetryableProbe: 1, txnNumber: 1 }),
     ).rejects.toMatchObject({
@@ -80,25 +86,28 @@ describe('sessions and retryable writes', () => {
     });
   });
 
-  it('a failCommand error before execution leaves the write retryable, labelled RetryableWriteError', async () => {
-    const admin = client.db('admin');
-    await admin.command({
-      configureFailPoint: 'failCommand',
-      mode: { times: 1 },
-      data: { failCommands: ['testRetryableProbe'], errorCode: 262 },
-    });
-    const session = client.startSession();
-    const before = applied;
-    const err = await send(session, 5).catch((e) => e);
-    expect(err.code).toBe(262);
-    expect(err.errorLabels).toContain('RetryableWriteError');
-    expect(applied).toBe(before);
-    await send(session, 5);
-    expect(applied).toBe(before + 1);
-    await session.endSession();
-  });
+  withProbeAndFailPoint(
+    'a failCommand error before execution leaves the write retryable, labelled RetryableWriteError',
+    async () => {
+      const admin = client.db('admin');
+      await admin.command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 1 },
+        data: { failCommands: ['testRetryableProbe'], errorCode: 262 },
+      });
+      const session = client.startSession();
+      const before = applied;
+      const err = await send(session, 5).catch((e) => e);
+      expect(err.code).toBe(262);
+      expect(err.errorLabels).toContain('RetryableWriteError');
+      expect(applied).toBe(before);
+      await send(session, 5);
+      expect(applied).toBe(before + 1);
+      await session.endSession();
+    },
+  );
 
-  it('writeConcernError runs the command and appends the error', async () => {
+  withProbeAndFailPoint('writeConcernError runs the command and appends the error', async () => {
     const admin = client.db('admin');
     await admin.command({
       configureFailPoint: 'failCommand',
@@ -122,7 +131,16 @@ describe('sessions and retryable writes', () => {
     const started = await admin.command({ startSession: 1 });
     expect(started.timeoutMinutes).toBe(30);
     await expect(admin.command({ endSessions: [started.id] })).resolves.toMatchObject({ ok: 1 });
-    await expect(admin.command({ killSessions: [] })).resolves.toMatchObject({ ok: 1 });
+    await expect(admin.command({ killSessions: [lsid()] })).resolves.toMatchObject({ ok: 1 });
     await expect(admin.command({ refreshSessions: [lsid()] })).resolves.toMatchObject({ ok: 1 });
   });
+
+  emulatorOnly("kills every session of the user, other specs' too on a shared server")(
+    'killSessions with an empty list succeeds',
+    async () => {
+      await expect(client.db('admin').command({ killSessions: [] })).resolves.toMatchObject({
+        ok: 1,
+      });
+    },
+  );
 });

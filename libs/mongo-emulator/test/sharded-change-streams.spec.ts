@@ -1,12 +1,23 @@
 import { MongoClient, type ChangeStreamDocument, type ResumeToken } from 'mongodb';
 import { startShardedCluster, type EmulatedShardedCluster } from '../src';
+import { describeEmulatorOnly } from './helpers/real-server';
 
-describe('sharded topology: change streams and write blocking through mongos', () => {
+const suite = describeEmulatorOnly(
+  'an emulated sharded cluster; no real sharded cluster is wired into these specs',
+);
+
+suite('sharded topology: change streams and write blocking through mongos', () => {
   let cluster: EmulatedShardedCluster;
   let client: MongoClient;
 
   beforeAll(async () => {
-    cluster = await startShardedCluster({ name: 'cs', shards: 3, mongos: 2 });
+    // No periodic no-op writes: nothing but the test's own writes moves a shard's oplog.
+    cluster = await startShardedCluster({
+      name: 'cs',
+      shards: 3,
+      mongos: 2,
+      noopIntervalMs: 3_600_000,
+    });
     client = new MongoClient(cluster.uri, { serverSelectionTimeoutMS: 5000 });
     await client.connect();
   });
@@ -73,11 +84,11 @@ describe('sharded topology: change streams and write blocking through mongos', (
   it('a quiet shard does not stall the merged stream', async () => {
     const stream = client.watch([], { maxAwaitTimeMS: 50 });
     await stream.tryNext();
-    const started = Date.now();
     await client.db('m1').collection<{ _id: number }>('c').insertOne({ _id: 10 });
+    // No timing bound (speed is the benchmark's business): the quiet shards write nothing (no
+    // periodic no-ops here), so a stream waiting for them would return no event at all.
     const [ev] = await next(stream, 1);
     expect(ev).toMatchObject({ operationType: 'insert', documentKey: { _id: 10 } });
-    expect(Date.now() - started).toBeLessThan(2000);
     await stream.close();
   });
 

@@ -3,10 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { parseArgs } from '../src/cli';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
-describe('cli argument parsing: sharded', () => {
+const suite = describeEmulatorOnly("the emulator's CLI");
+
+suite('cli argument parsing: sharded', () => {
   it('parses --topology sharded with shards, mongos and users', () => {
     const opts = parseArgs([
       '--topology',
@@ -44,7 +47,7 @@ describe('cli argument parsing: sharded', () => {
   });
 });
 
-describe('cli process: sharded', () => {
+suite('cli process: sharded', () => {
   let outDir: string;
   let cliPath: string;
   const children: ChildProcess[] = [];

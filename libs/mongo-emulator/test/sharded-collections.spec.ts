@@ -1,8 +1,13 @@
 import { Long, MaxKey, MinKey, MongoClient, MongoServerError, ObjectId, Timestamp } from 'mongodb';
 import { startShardedCluster, type EmulatedShardedCluster } from '../src';
 import { hashShardKeyValue } from '../src/sharding/hashing';
+import { describeEmulatorOnly } from './helpers/real-server';
 
-describe('sharded topology: sharded collections', () => {
+const suite = describeEmulatorOnly(
+  'an emulated sharded cluster; no real sharded cluster is wired into these specs',
+);
+
+suite('sharded topology: sharded collections', () => {
   let cluster: EmulatedShardedCluster;
   let client: MongoClient;
   const direct: MongoClient[] = [];

@@ -1,7 +1,12 @@
 import { MaxKey, MinKey, MongoClient, MongoServerError, Timestamp } from 'mongodb';
 import { startShardedCluster, type EmulatedShardedCluster } from '../src';
+import { describeEmulatorOnly } from './helpers/real-server';
 
-describe('sharded topology: mongos routing of unsharded collections', () => {
+const suite = describeEmulatorOnly(
+  'an emulated sharded cluster; no real sharded cluster is wired into these specs',
+);
+
+suite('sharded topology: mongos routing of unsharded collections', () => {
   let cluster: EmulatedShardedCluster;
   let client: MongoClient;
   const direct: MongoClient[] = [];
@@ -250,7 +255,7 @@ describe('sharded topology: mongos routing of unsharded collections', () => {
   });
 });
 
-describe('sharded topology: users are cluster-wide', () => {
+suite('sharded topology: users are cluster-wide', () => {
   let cluster: EmulatedShardedCluster;
   const clients: MongoClient[] = [];
 

@@ -5,6 +5,7 @@ import { CommandError } from '../src/errors';
 import { prepareInsert } from '../src/storage/collection';
 import { planQuery } from '../src/storage/planner';
 import { queryDocuments } from '../src/storage/query-exec';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 function setup() {
   const node = new ReplicaSetNode({ setName: 'rs0' });
@@ -24,7 +25,9 @@ function ids(docs: Iterable<Document>): unknown[] {
   return [...docs].map((d) => plain(d._id));
 }
 
-describe('storage: collections and indexes', () => {
+const suite = describeEmulatorOnly("unit test of the emulator's storage, no server");
+
+suite('storage: collections and indexes', () => {
   it('stores documents in natural order with _id first and finds them by _id', () => {
     const { coll, catalog } = setup();
     coll.insert(prepareInsert({ a: 1, _id: 2 }));

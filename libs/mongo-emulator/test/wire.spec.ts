@@ -2,6 +2,7 @@ import * as net from 'node:net';
 import { BSON, type Document } from 'bson';
 import { TestCluster } from './helpers/cluster';
 import { decodeMessage } from '../src/wire/protocol';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 /** Raw wire-protocol client: sends bytes, reads whole replies or notices the close. */
 class RawClient {
@@ -119,7 +120,11 @@ function opQuery(ns: string, doc: Document, requestId = 7): Buffer {
   return Buffer.concat([header(16 + body.length, requestId, 2004), body]);
 }
 
-describe('wire protocol', () => {
+const suite = describeEmulatorOnly(
+  "raw wire-protocol edge cases (malformed input, OP_QUERY) sent to the emulator's port",
+);
+
+suite('wire protocol', () => {
   let cluster: TestCluster;
   const clients: RawClient[] = [];
   const open = async () => {

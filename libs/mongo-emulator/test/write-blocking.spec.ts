@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import type { CommandDefinition } from '../src';
 import { TestCluster } from './helpers/cluster';
+import { describeEmulatorOnly } from './helpers/real-server';
 
 /**
  * A stand-in `insert` (the real one belongs to the storage work): write blocking and the
@@ -19,7 +20,16 @@ function addProbe(cluster: TestCluster): void {
   );
 }
 
-describe('setUserWriteBlockMode with authentication', () => {
+/**
+ * Turning write blocking on would stop the writes of every other client of a shared real server,
+ * and the suites below need users created at launch or a probe command: only the validation
+ * suite at the end runs on a real server.
+ */
+const blocking = describeEmulatorOnly(
+  'users created at launch, a probe command, and blocking writes server-wide',
+);
+
+blocking('setUserWriteBlockMode with authentication', () => {
   let cluster: TestCluster;
   let root: MongoClient;
 
@@ -85,7 +95,7 @@ describe('setUserWriteBlockMode with authentication', () => {
   });
 });
 
-describe('setUserWriteBlockMode without authentication', () => {
+blocking('setUserWriteBlockMode without authentication', () => {
   it('every client bypasses, as in mongod without access control', async () => {
     const cluster = await TestCluster.start();
     try {
@@ -97,5 +107,28 @@ describe('setUserWriteBlockMode without authentication', () => {
     } finally {
       await cluster.close();
     }
+  });
+});
+
+describe('setUserWriteBlockMode: refused requests change nothing', () => {
+  let cluster: TestCluster;
+  let client: MongoClient;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start();
+    client = await cluster.connect();
+  });
+  afterAll(() => cluster.close());
+
+  it('requires global and the admin database', async () => {
+    await expect(client.db('admin').command({ setUserWriteBlockMode: 1 })).rejects.toMatchObject({
+      code: 40414,
+    });
+    await expect(
+      client.db(cluster.dbName('shop')).command({ setUserWriteBlockMode: 1, global: true }),
+    ).rejects.toMatchObject({
+      code: 13,
+      message: 'setUserWriteBlockMode may only be run against the admin database.',
+    });
   });
 });

@@ -37,6 +37,16 @@ function setup(
   return { applier, writer, checkpoints, lookup, router };
 }
 
+/** Resolves once `done()` holds; fails the test if it does not within `timeoutMs`. */
+async function waitFor(done: () => boolean, timeoutMs = 3000): Promise<void> {
+  const started = Date.now();
+  while (!done()) {
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`waitFor: condition not reached in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 async function runUntil(applier: ChangeApplier, done: () => boolean, timeoutMs = 3000) {
   const ctrl = new AbortController();
   const running = applier.run(ctrl.signal);
@@ -127,14 +137,17 @@ describe('ChangeApplier', () => {
     };
     const ctrl = new AbortController();
     const running = applier.run(ctrl.signal);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(writer.docs.has('d.c|2')).toBe(true);
-    expect(checkpoints.saved).toEqual([]);
-    release();
-    await new Promise((r) => setTimeout(r, 50));
-    ctrl.abort();
-    await running;
-    expect(checkpoints.saved.length).toBeGreaterThan(0);
+    try {
+      await waitFor(() => writer.docs.has('d.c|2'));
+      // Give a wrong checkpoint the time to be written (checkpointIntervalMs is 0).
+      await new Promise((r) => setTimeout(r, 50));
+      expect(checkpoints.saved).toEqual([]);
+      release();
+      await waitFor(() => checkpoints.saved.some((c) => (c.clusterTime?.t ?? 0) >= 102));
+    } finally {
+      ctrl.abort();
+      await running;
+    }
     const last = checkpoints.saved[checkpoints.saved.length - 1];
     expect(last.clusterTime!.t).toBeGreaterThanOrEqual(102);
   });

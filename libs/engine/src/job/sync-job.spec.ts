@@ -219,12 +219,14 @@ describe('SyncJob', () => {
     src.readDelayMs = 3;
     const job = await boot(directory);
     await job.start(request());
-    await new Promise((r) => setTimeout(r, 20));
+    // Pause mid-copy: once a partition is done (not after a sleep that may be too short or long).
+    await until(() => [...dst.store.partitions.values()].some((p) => p.status === 'done'));
     await job.pause();
     expect(job.state).toBe('PAUSED');
     expect(dst.store.job!.state).toBe('PAUSED');
     const paused = job.progress();
     expect(paused.lagTimeSeconds).toBeNull();
+    expect(paused.collectionCopy!.estimatedCopiedBytes).toBeGreaterThan(0);
     expect(paused.collectionCopy!.estimatedCopiedBytes).toBeLessThanOrEqual(
       paused.collectionCopy!.estimatedTotalBytes,
     );

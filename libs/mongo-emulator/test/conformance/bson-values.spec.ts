@@ -45,7 +45,7 @@ describe('conformance: BSON values through the driver', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start();
     client = await cluster.connect();
-    db = client.db('conf_bson');
+    db = client.db(cluster.dbName('conf_bson'));
   });
   afterAll(() => cluster.close());
 
@@ -159,7 +159,7 @@ describe('conformance: BSON values through the driver', () => {
     const err = await errorOf(c.insertOne({ _id: new Double(1) }));
     expect(err.code).toBe(11000);
     expect(err.message).toBe(
-      'E11000 duplicate key error collection: conf_bson.ids index: _id_ dup key: { _id: 1.0 }',
+      `E11000 duplicate key error collection: ${db.databaseName}.ids index: _id_ dup key: { _id: 1.0 }`,
     );
     expect((await errorOf(c.insertOne({ _id: Long.fromNumber(1) }))).code).toBe(11000);
     expect((await errorOf(c.insertOne({ _id: Decimal128.fromString('1.00') }))).code).toBe(11000);
@@ -210,7 +210,7 @@ describe('conformance: BSON values through the driver', () => {
       };
       expect([err.code, err.message]).toEqual([
         11000,
-        `E11000 duplicate key error collection: conf_bson.dupfmt index: a_1 dup key: { a: ${shown} }`,
+        `E11000 duplicate key error collection: ${db.databaseName}.dupfmt index: a_1 dup key: { a: ${shown} }`,
       ]);
       expect(err.keyPattern).toEqual({ a: 1 });
     }
@@ -223,8 +223,7 @@ describe('conformance: BSON values through the driver', () => {
       { _id: 1, a: 1, b: 'x' },
       { _id: 2, a: 2, b: 'x' },
     ]);
-    const msg =
-      'E11000 duplicate key error collection: conf_bson.dupwrites index: ab dup key: { a: 1, b: "x" }';
+    const msg = `E11000 duplicate key error collection: ${db.databaseName}.dupwrites index: ab dup key: { a: 1, b: "x" }`;
     const upd = (await errorOf(c.updateOne({ _id: 2 }, { $set: { a: 1 } }))) as Document;
     expect([upd.code, upd.message, upd.keyValue]).toEqual([11000, msg, { a: 1, b: 'x' }]);
     const fam = (await errorOf(c.findOneAndUpdate({ _id: 2 }, { $set: { a: 1 } }))) as Document;

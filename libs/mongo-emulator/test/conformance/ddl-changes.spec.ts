@@ -19,7 +19,7 @@ describe('conformance: DDL and change events through the driver', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start();
     client = await cluster.connect();
-    db = client.db('conf_ddl');
+    db = client.db(cluster.dbName('conf_ddl'));
   });
   afterAll(() => cluster.close());
 
@@ -44,7 +44,7 @@ describe('conformance: DDL and change events through the driver', () => {
     const dup = await errorOf(c.insertOne({ _id: 4, type: 'Macintosh' }));
     expect([dup.code, dup.message]).toEqual([
       11000,
-      'E11000 duplicate key error collection: conf_ddl.apples index: type_1 dup key: { type: "Macintosh" }',
+      `E11000 duplicate key error collection: ${db.databaseName}.apples index: type_1 dup key: { type: "Macintosh" }`,
     ]);
     expect((await errorOf(c.updateOne({ _id: 2 }, { $set: { type: 'Delicious' } }))).code).toBe(
       11000,
@@ -150,7 +150,7 @@ describe('conformance: DDL and change events through the driver', () => {
     expect([err.code, err.codeName, err.message]).toEqual([
       166,
       'CommandNotSupportedOnView',
-      'Namespace conf_ddl.ones is a view, not a collection',
+      `Namespace ${db.databaseName}.ones is a view, not a collection`,
     ]);
   });
 });
