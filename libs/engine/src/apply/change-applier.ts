@@ -18,6 +18,8 @@ import { resumeTokenTime } from './resume-token';
 import { compareTimestamps, maxTimestamp } from './timestamps';
 import { assertApplicable, translateEvent, type TranslationOptions } from './translate-event';
 import { WriteLane } from './write-lane';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
+import { isTransientFault } from '../faults/transient';
 
 export interface ChangeApplierOptions {
   feed: ChangeFeed;
@@ -39,6 +41,11 @@ export interface ChangeApplierOptions {
   /** buildIndexes mode of the job, strict field order... */
   translation?: TranslationOptions;
   now?: () => number;
+  /**
+   * Transient failures of one write, lookup, checkpoint or stream read are retried where they
+   * happened (the stream is reopened after the last batch read) before they end the run.
+   */
+  retry?: InPlaceRetryOptions;
 }
 
 export interface ApplierStats {
@@ -127,11 +134,35 @@ export class ChangeApplier {
       this.lanes = Array.from({ length: this.options.lanes ?? 8 }, () => this.newLane());
       this.tracker.onAdvance(() => this.notify());
 
-      cursor = await this.options.feed.open(start);
+      cursor = await this.openFeed(start, signal);
+      // Where the stream is reopened after a transient read failure: after the last batch,
+      // every event of which is dispatched (lanes hold the ones not yet written).
+      let readPosition = start;
+      let readFailures = 0;
       while (!signal.aborted && this.failure === undefined) {
         if (!(await this.waitForRoom(signal))) break;
-        const batch = await raceAbort(cursor.next(), signal);
+        let batch;
+        try {
+          batch = await raceAbort(cursor.next(), signal);
+        } catch (error) {
+          if (!isTransientFault(error) || ++readFailures > (this.options.retry?.attempts ?? 5))
+            throw error;
+          this.options.retry?.onRetry?.({
+            what: 'change stream read',
+            attempt: readFailures,
+            delayMs: 0,
+            error,
+          });
+          await cursor.close().catch(() => undefined);
+          cursor = undefined;
+          cursor = await this.openFeed(readPosition, signal);
+          continue;
+        }
         if (batch === ABORTED) break;
+        readFailures = 0;
+        const lastEvent = batch.events[batch.events.length - 1];
+        if (batch.resumeToken) readPosition = { resumeAfter: batch.resumeToken };
+        else if (lastEvent) readPosition = { resumeAfter: lastEvent._id };
         let batchTime: Timestamp | undefined;
         for (const event of batch.events) {
           if (this.failure !== undefined) break;
@@ -236,12 +267,23 @@ export class ChangeApplier {
     return undefined;
   }
 
+  /** Opens the stream, retrying a transient failure in place (a failover while resuming). */
+  private openFeed(start: StartPoint, signal: AbortSignal): Promise<ChangeFeedCursor> {
+    return retryInPlace(
+      'change stream open',
+      () => this.options.feed.open(start),
+      this.options.retry,
+      signal,
+    );
+  }
+
   private newLane(): WriteLane {
     return new WriteLane({
       writer: this.options.writer,
       lookup: this.options.lookup,
       onApplied: (seqs) => this.applied(seqs),
       onError: (error) => this.fail(error),
+      retry: this.options.retry,
     });
   }
 
@@ -285,11 +327,16 @@ export class ChangeApplier {
       const latest = this.tracker.safePosition!;
       if (latest.token === this.lastSavedToken) return;
       const savedAt = new Date(now);
-      await this.options.checkpoints.save({
-        resumeToken: latest.token,
-        clusterTime: latest.clusterTime,
-        savedAt,
-      });
+      await retryInPlace(
+        'checkpoint save',
+        () =>
+          this.options.checkpoints.save({
+            resumeToken: latest.token,
+            clusterTime: latest.clusterTime,
+            savedAt,
+          }),
+        this.options.retry,
+      );
       this.lastSavedToken = latest.token;
       this.lastSaveAt = now;
       this.appliedAtLastSave = this.totalApplied;

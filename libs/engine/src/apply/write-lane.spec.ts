@@ -5,6 +5,7 @@ import type { ChangeWriter, WriteFailure, WriteOp } from './ports';
 import { FakeLookup, FakeWriter } from './testing-fakes.spec-helper';
 import { WriteLane } from './write-lane';
 import type { WriteStep } from './write-step';
+import type { InPlaceRetryOptions } from '../faults/retry-in-place';
 
 const ns: Namespace = { db: 'd', coll: 'c' };
 
@@ -25,7 +26,19 @@ class FailingWriter extends FakeWriter {
   }
 }
 
-function run(writer: ChangeWriter, lookup: FakeLookup, steps: Array<[Document, WriteStep]>) {
+/** Retries in place without waiting (the sleep is the test clock's). */
+const instantRetry = (attempts: number, retried: string[] = []): InPlaceRetryOptions => ({
+  attempts,
+  clock: { now: () => 0, sleep: () => Promise.resolve() },
+  onRetry: (e) => void retried.push(`${e.what}#${e.attempt}`),
+});
+
+function run(
+  writer: ChangeWriter,
+  lookup: FakeLookup,
+  steps: Array<[Document, WriteStep]>,
+  retry: InPlaceRetryOptions = instantRetry(0),
+) {
   const errors: unknown[] = [];
   const applied: number[] = [];
   const lane = new WriteLane({
@@ -33,6 +46,7 @@ function run(writer: ChangeWriter, lookup: FakeLookup, steps: Array<[Document, W
     lookup,
     onApplied: (seqs) => applied.push(...seqs),
     onError: (e) => errors.push(e),
+    retry,
   });
   steps.forEach(([id, step], seq) =>
     lane.push({ ns, identity: JSON.stringify(id), steps: [step], supersedes: false }, seq),
@@ -98,6 +112,65 @@ describe('WriteLane update fallback', () => {
       'update of _id 1 on d.c failed: waiting for replication timed out (code 64)',
     );
     expect(lookup.calls).toBe(0);
+  });
+
+  it('retries in place only the writes that failed with a transient code, then applies', async () => {
+    const writer = new FailingWriter((op) =>
+      op.filter._id === 2 ? { code: 10107, message: 'not primary' } : undefined,
+    );
+    const retried: string[] = [];
+    const { drained, applied, errors } = run(
+      writer,
+      new FakeLookup(),
+      [
+        [{ _id: 1 }, { kind: 'replace', filter: { _id: 1 }, replacement: { _id: 1, v: 1 } }],
+        [{ _id: 2 }, { kind: 'replace', filter: { _id: 2 }, replacement: { _id: 2, v: 2 } }],
+      ],
+      instantRetry(3, retried),
+    );
+    await drained;
+    expect(errors).toEqual([]);
+    expect(retried).toEqual(['write to d.c#1']);
+    expect(writer.bulks.map((b) => b.ops.map((op) => op.filter._id))).toEqual([[1, 2], [2]]);
+    expect(applied).toEqual([0, 1]);
+  });
+
+  it('sends a whole bulk again after a transient command failure, and gives up after the budget', async () => {
+    const writer = new FakeWriter();
+    let failuresLeft = 2;
+    const inner = writer.bulkWrite.bind(writer);
+    writer.bulkWrite = (target, ops) => {
+      if (failuresLeft-- > 0) {
+        return Promise.reject(
+          Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' }),
+        );
+      }
+      return inner(target, ops);
+    };
+    const retried: string[] = [];
+    const ok = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]], instantRetry(2, retried));
+    await ok.drained;
+    expect(retried).toEqual(['write to d.c#1', 'write to d.c#2']);
+    expect(ok.applied).toEqual([0]);
+
+    failuresLeft = 3;
+    const failed = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]], instantRetry(2));
+    await expect(failed.drained).rejects.toThrow('connection reset');
+    expect(failed.applied).toEqual([]);
+  });
+
+  it('never retries a failure a retry cannot fix (a duplicate key)', async () => {
+    const writer = new FailingWriter(() => ({ code: 11000, message: 'E11000' }));
+    const retried: string[] = [];
+    const { drained } = run(
+      writer,
+      new FakeLookup(),
+      [[{ _id: 1 }, update(1)]],
+      instantRetry(5, retried),
+    );
+    await expect(drained).rejects.toThrow('(code 11000)');
+    expect(retried).toEqual([]);
+    expect(writer.bulks).toHaveLength(1);
   });
 
   it('throws for a failure without a code', async () => {

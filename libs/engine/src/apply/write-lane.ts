@@ -1,6 +1,8 @@
 import { EJSON, type Document } from 'bson';
 import { nsKey, type Namespace } from './change-event';
 import { DestinationWriteError } from './errors';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
+import { TRANSIENT_CODES } from '../faults/transient';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 
@@ -10,6 +12,8 @@ export interface WriteLaneDeps {
   /** Sequence numbers whose writes are all on the destination. */
   onApplied(seqs: number[]): void;
   onError(error: unknown): void;
+  /** Transient failures of a bulk or a lookup are retried here before they fail the lane. */
+  retry?: InPlaceRetryOptions;
 }
 
 interface PendingDoc {
@@ -119,7 +123,7 @@ export class WriteLane {
 
   private async writeRound(ns: Namespace, steps: WriteStep[]): Promise<void> {
     const ops = await Promise.all(steps.map((s) => this.resolve(ns, s)));
-    const failures = await this.deps.writer.bulkWrite(ns, ops);
+    const failures = await this.write(ns, ops);
     if (failures.length === 0) return;
     // Only a replayed update that met a newer document shape (see update-event.ts) is re-read
     // from the source; any other failure — a duplicate key, a write concern error reported per
@@ -133,8 +137,42 @@ export class WriteLane {
     const fallback = await Promise.all(
       failures.map((f) => this.resolveLookup(ns, ops[f.index].filter)),
     );
-    const second = await this.deps.writer.bulkWrite(ns, fallback);
+    const second = await this.write(ns, fallback);
     if (second.length > 0) throw writeError(ns, fallback[second[0].index], second[0]);
+  }
+
+  /**
+   * One unordered bulk, retried in place while it fails transiently: the whole bulk when the
+   * command failed (a failover, a dropped connection), only the failed writes when some writes
+   * failed with a transient code. Every write here is idempotent (replace-upsert, delete by
+   * key, an update that sets values), so one that took effect before its reply was lost is
+   * harmless to send again; writes of one bulk address distinct documents, so a subset sent
+   * again keeps every document's order.
+   */
+  private async write(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+    let pending = ops.map((op, index) => ({ op, index }));
+    const settled: WriteFailure[] = [];
+    try {
+      return await retryInPlace(
+        `write to ${nsKey(ns)}`,
+        async () => {
+          const failures = await this.deps.writer.bulkWrite(
+            ns,
+            pending.map((p) => p.op),
+          );
+          const mapped = failures.map((f) => ({ ...f, index: pending[f.index].index }));
+          const transient = mapped.filter(isTransientFailure);
+          settled.push(...mapped.filter((f) => !isTransientFailure(f)));
+          if (transient.length === 0) return settled;
+          pending = transient.map((f) => ({ op: ops[f.index], index: f.index }));
+          throw new TransientWriteFailures(transient);
+        },
+        this.deps.retry,
+      );
+    } catch (error) {
+      if (error instanceof TransientWriteFailures) return [...settled, ...error.failures];
+      throw error;
+    }
   }
 
   private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
@@ -144,7 +182,11 @@ export class WriteLane {
 
   /** The source's current version of the document, or its deletion when it is gone. */
   private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
-    const doc = await this.deps.lookup.findByKey(ns, documentKey, this.uuids.get(nsKey(ns)));
+    const doc = await retryInPlace(
+      `lookup in ${nsKey(ns)}`,
+      () => this.deps.lookup.findByKey(ns, documentKey, this.uuids.get(nsKey(ns))),
+      this.deps.retry,
+    );
     return doc
       ? this.targeted(ns, { kind: 'replace', filter: documentKey, replacement: doc })
       : { kind: 'delete', filter: documentKey };
@@ -188,6 +230,22 @@ const WRITE_CONCERN_CODES: ReadonlySet<number> = new Set([
   100, // UnsatisfiableWriteConcern
 ]);
 
+/** Per-write failures that the same write may not meet again (failover, write concern timeout). */
+function isTransientFailure(failure: WriteFailure): boolean {
+  return failure.code !== undefined && TRANSIENT_CODES.has(failure.code);
+}
+
+/** Some writes of a bulk failed transiently (thrown only to be retried in place). */
+class TransientWriteFailures extends Error {
+  readonly code: number | undefined;
+
+  constructor(readonly failures: WriteFailure[]) {
+    super(`${failures.length} writes failed: ${failures[0]?.message ?? ''}`);
+    this.name = 'TransientWriteFailures';
+    this.code = failures[0]?.code;
+  }
+}
+
 function isShapeConflict(code: number | undefined): boolean {
   return code !== undefined && SHAPE_CONFLICT_CODES.has(code);
 }
@@ -197,7 +255,8 @@ function writeError(ns: Namespace, op: WriteOp | undefined, failure: WriteFailur
   return new DestinationWriteError(
     `${op?.kind ?? 'write'}${id} on ${nsKey(ns)} failed: ${failure.message}` +
       (failure.code !== undefined ? ` (code ${failure.code})` : ''),
-    failure.code !== undefined && WRITE_CONCERN_CODES.has(failure.code),
+    failure.code !== undefined &&
+      (WRITE_CONCERN_CODES.has(failure.code) || TRANSIENT_CODES.has(failure.code)),
     { cause: failure },
   );
 }

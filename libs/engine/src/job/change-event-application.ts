@@ -51,6 +51,7 @@ export class ChangeEventApplication implements ChangeApplication {
       startAtOperationTime: ctx.startAt,
       translation: { buildIndexes: ctx.job.request.buildIndexes },
       now: () => clock.now(),
+      ...(ctx.retry ? { retry: ctx.retry } : {}),
     });
     this.applier = applier;
     const stopPolling = new AbortController();

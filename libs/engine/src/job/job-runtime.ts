@@ -43,6 +43,8 @@ export function createRunner(
       changeApplication: options.phases?.changeApplication,
       maxTransientRetries: options.maxTransientRetries,
       retryBaseMs: options.retryBaseMs,
+      inPlaceRetries: options.inPlaceRetries,
+      inPlaceRetryBaseMs: options.inPlaceRetryBaseMs,
       historyGuard: options.historyGuard,
       balancerWatchMs: options.balancerWatchMs,
       verification: options.verification,

@@ -4,6 +4,7 @@ import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
+import type { InPlaceRetryOptions } from '../faults/retry-in-place';
 
 /** What change application gets from the running job (one context per applier run). */
 export interface PhaseContext {
@@ -19,6 +20,8 @@ export interface PhaseContext {
   logger: EngineLogger;
   /** Aborts on pause, shutdown and the end of a commit drain. */
   signal: AbortSignal;
+  /** How single operations are retried in place (and counted) before a failure ends the run. */
+  retry?: InPlaceRetryOptions;
 }
 
 export interface ChangeApplicationStatus {

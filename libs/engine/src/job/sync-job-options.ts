@@ -42,6 +42,9 @@ export interface SyncJobOptions {
   /** Transient failures retried in a row before the sync stops (see SyncRunner). */
   maxTransientRetries?: number;
   retryBaseMs?: number;
+  /** Retries in place of one failed operation before the run restarts (see SyncRunner). */
+  inPlaceRetries?: number;
+  inPlaceRetryBaseMs?: number;
   /** Oplog window guard tuning (see HistoryGuard). */
   historyGuard?: HistoryGuardOptions;
   /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */

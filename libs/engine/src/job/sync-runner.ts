@@ -1,6 +1,8 @@
 import type { Timestamp } from 'bson';
 import { ApiError } from '@sync/contracts';
 import { ApplyError } from '../apply/errors';
+import { TRANSIENT_CODES, isTransientFault, looksTransient } from '../faults/transient';
+import { RetryCounter, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { isSyncedNamespace } from '../apply/namespace-rules';
 import { CatalogEventRouter } from '../catalog/event-router';
 import { CopyRunner } from '../copy/copy-runner';
@@ -36,6 +38,13 @@ export interface SyncRunnerOptions {
   retryBaseMs?: number;
   /** Random source for the jitter (tests); `Math.random` by default. */
   random?: () => number;
+  /**
+   * Retries in place of single operations (a bulk of changes, a lookup, a checkpoint, a stream
+   * read, a copy batch) before a transient failure restarts the run: tries after the first
+   * (default 5) and the first backoff (default 100 ms, doubling up to 2 s, with jitter).
+   */
+  inPlaceRetries?: number;
+  inPlaceRetryBaseMs?: number;
   /** Oplog window guard: how often it looks, when it warns. */
   historyGuard?: HistoryGuardOptions;
   /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
@@ -78,6 +87,10 @@ export class SyncRunner {
   retrying = false;
   /** Transient failures retried since this process started (progress `retries`). */
   retries = 0;
+  /** Single operations retried in place since this process started (`retriedOperations`). */
+  readonly retriedOperations = new RetryCounter();
+  /** How operations are retried in place; each retry is counted and logged at debug level. */
+  readonly inPlaceRetry: InPlaceRetryOptions;
   /** The embedded verifier: a live pass while change events are applied, the commit's final one. */
   readonly verification: Verification;
   /** Compares the source's oplog window with what the sync still needs of it (progress `warnings`). */
@@ -100,6 +113,22 @@ export class SyncRunner {
       ...options.historyGuard,
     });
     this.balancers = new BalancerWatch(options.clock, options.logger, options.balancerWatchMs);
+    this.inPlaceRetry = {
+      attempts: options.inPlaceRetries ?? 5,
+      baseMs: options.inPlaceRetryBaseMs ?? 100,
+      clock: options.clock,
+      ...(options.random ? { random: options.random } : {}),
+      onRetry: (event) => {
+        this.retriedOperations.record(event, options.clock.now());
+        const error = event.error instanceof Error ? event.error : new Error(String(event.error));
+        options.logger.debug('retrying an operation in place after a transient failure', {
+          operation: event.what,
+          attempt: event.attempt,
+          retryInMs: event.delayMs,
+          error: `${error.name}: ${error.message}`,
+        });
+      },
+    };
   }
 
   get active(): boolean {
@@ -125,6 +154,13 @@ export class SyncRunner {
     await this.running;
     await this.livePass;
     this.controller = null;
+  }
+
+  /** Grows whenever the sync advances: bytes copied, events applied, a phase reached. */
+  private progressMark(): string {
+    const session = this.hooks.session();
+    const applied = this.status().changeApplication?.totalEventsApplied ?? 0;
+    return `${session.job.phase}|${session.tally.copiedBytes}|${applied}`;
   }
 
   /** Copy running or change application status, for progress. */
@@ -172,6 +208,7 @@ export class SyncRunner {
     let attempt = 0;
     while (!signal.aborted) {
       const began = this.options.clock.now();
+      const progressBefore = this.progressMark();
       // The guard runs beside the run; T0 gone from the source's history ends the run at once.
       const run = new AbortController();
       const runSignal = AbortSignal.any([signal, run.signal]);
@@ -201,7 +238,12 @@ export class SyncRunner {
       } catch (error) {
         if (signal.aborted) return;
         const failure = lost ?? (error instanceof Error ? error : new Error(String(error)));
-        if (this.options.clock.now() - began > 60_000) attempt = 0;
+        // The budget counts failures in a row that let nothing move: a run that copied or
+        // applied anything (or lasted a minute) before failing starts the count again, so a
+        // steady trickle of faults never stops a sync that keeps advancing, and a fault that
+        // persists stops it after `maxTransientRetries` runs.
+        if (this.options.clock.now() - began > 60_000 || this.progressMark() !== progressBefore)
+          attempt = 0;
         if (isPermanent(failure) || attempt >= limit) {
           const final = isPermanent(failure)
             ? failure
@@ -375,6 +417,7 @@ export class SyncRunner {
       job,
       startAt: job.t0,
       checkpointKey: `${this.options.syncID}|r${job.reversals ?? 0}`,
+      retry: this.inPlaceRetry,
       router: new CatalogEventRouter({
         session,
         destination: session.destination,
@@ -439,15 +482,6 @@ export class TransientFaultBudgetExhaustedError extends Error {
   }
 }
 
-/**
- * Server error codes worth retrying (failover, shutdown, timeouts, network): MongoDB's
- * retryable-error list plus the write-concern timeout.
- */
-const TRANSIENT_CODES = new Set([
-  6, 7, 43, 50, 63, 64, 89, 91, 134, 150, 189, 237, 251, 262, 9001, 10107, 11600, 11602, 13435,
-  13436,
-]);
-
 /** Errors a retry cannot fix: the sync stops and shows them. */
 export function isPermanent(error: Error): boolean {
   if (error instanceof ApiError) return true;
@@ -464,37 +498,10 @@ export function isPermanent(error: Error): boolean {
   // connection that broke while writing is not.
   if (error instanceof CopyWriteError) {
     const code = (error.cause as { code?: unknown } | undefined)?.code;
-    return typeof code === 'number' && !looksTransient(error.cause);
+    return typeof code === 'number' && !isTransientFault(error.cause);
   }
   if (error instanceof ApplyError) return !error.isRetryable;
   return (
     error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError
   );
-}
-
-/**
- * Network and failover errors, recognised without importing the driver: its error class names
- * and the labels servers attach to errors worth retrying.
- */
-export function looksTransient(error: unknown): boolean {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    const { name, errorLabels } = e as { name?: string; errorLabels?: unknown };
-    if (
-      typeof name === 'string' &&
-      /Network|ServerSelection|PoolCleared|Timeout|NotPrimary|Interrupted/.test(name)
-    ) {
-      return true;
-    }
-    const labels =
-      errorLabels instanceof Set ? [...errorLabels] : Array.isArray(errorLabels) ? errorLabels : [];
-    if (
-      labels.some((l) =>
-        /Retryable|ResumableChangeStreamError|TransientTransactionError/.test(String(l)),
-      )
-    ) {
-      return true;
-    }
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
 }

@@ -31,6 +31,11 @@ export interface ProgressSnapshot extends ProgressInputs {
   warnings?: string[];
   /** Transient failures retried since the process started: progress `retries`, when any. */
   retries?: number;
+  /**
+   * Single operations (a bulk of changes, a lookup, a checkpoint, a stream read, a copy batch)
+   * that failed transiently and were retried in place: progress `retriedOperations`, when any.
+   */
+  retriedOperations?: number;
 }
 
 export interface SnapshotSources {
@@ -117,6 +122,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
         ? [...runner.historyGuard.warnings, ...runner.balancers.warnings]
         : [],
     retries: runner?.retries ?? 0,
+    retriedOperations: runner?.retriedOperations.total ?? 0,
     verification:
       runner?.verification.status(
         job,
@@ -159,6 +165,7 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
   if (snapshot.verification) progress.verification = snapshot.verification;
   if (snapshot.warnings?.length) progress.warnings = snapshot.warnings;
   if (snapshot.retries) progress.retries = snapshot.retries;
+  if (snapshot.retriedOperations) progress.retriedOperations = snapshot.retriedOperations;
   return progress;
 }
 
@@ -208,6 +215,7 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
     verification: mergeVerification(snapshots.map((s) => s.verification)),
     warnings: [...new Set(snapshots.flatMap((s) => s.warnings ?? []))],
     retries: snapshots.reduce((sum, s) => sum + (s.retries ?? 0), 0),
+    retriedOperations: snapshots.reduce((sum, s) => sum + (s.retriedOperations ?? 0), 0),
   };
 }
 

@@ -30,6 +30,10 @@ export interface InstanceFigures {
   namespaces: { total: number; copied: number } | null;
   /** Error names standing now (failure, commit failure, transient failure being retried). */
   failures: string[];
+  /** Runs restarted from the persisted state after a transient failure (progress `retries`). */
+  retries: number | null;
+  /** Single operations retried in place after a transient failure (`retriedOperations`). */
+  retriedOperations: number | null;
   /** The embedded verifier's section, when the snapshot has one. */
   verification: {
     phase: string;
@@ -57,6 +61,8 @@ function blank(worker: string): InstanceFigures {
     lagSeconds: null,
     namespaces: null,
     failures: [],
+    retries: null,
+    retriedOperations: null,
     verification: null,
   };
 }
@@ -128,6 +134,8 @@ export function figuresFromSnapshot(worker: string, snapshot: unknown): Instance
       errorLabel(commitFailure?.error),
       errorLabel(retrying?.error),
     ]),
+    retries: num(snapshot.retries),
+    retriedOperations: num(snapshot.retriedOperations),
     verification: verificationOf(snapshot.verification),
   };
 }
@@ -155,6 +163,8 @@ export function figuresFromProgress(worker: string, progress: Progress): Instanc
       errorLabel(commitFailure?.error),
       errorLabel(retrying?.error),
     ]),
+    retries: num(progress.retries),
+    retriedOperations: num(progress.retriedOperations),
     verification: verificationOf(progress.verification),
   };
 }

@@ -93,6 +93,30 @@ export class SyncMetrics {
             this.inc({ worker: f.worker }, f.eventsApplied);
       },
     });
+    const counter = (name: string, help: string, pick: (f: InstanceFigures) => number | null) =>
+      new Counter<WorkerLabels>({
+        name: METRIC_PREFIX + name,
+        help,
+        labelNames: ['worker'],
+        registers,
+        collect() {
+          this.reset();
+          for (const f of figures()) {
+            const value = pick(f);
+            if (value !== null && value >= 0) this.inc({ worker: f.worker }, value);
+          }
+        },
+      });
+    counter(
+      'retries_total',
+      'Runs of the sync restarted from the persisted state after a transient failure, since the worker process started.',
+      (f) => f.retries,
+    );
+    counter(
+      'retried_operations_total',
+      'Single operations (a bulk of change events, a lookup, a checkpoint, a stream read, a copy batch) retried in place after a transient failure, since the worker process started.',
+      (f) => f.retriedOperations,
+    );
     perWorker(
       'lag_seconds',
       'Seconds the destination is behind the source (absent while paused or before change events are applied).',
