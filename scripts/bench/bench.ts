@@ -75,8 +75,7 @@ export interface BenchResult {
    * is the lower of the two.
    */
   changeLimit:
-    | { directApply: MixRate; streamRead: StreamReadRate; opsPerSec: number }
-    | { skipped: string };
+    { directApply: MixRate; streamRead: StreamReadRate; opsPerSec: number } | { skipped: string };
   copy1x: Rate & { peakRssMB: number };
   change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
   /** (v) the embedded verifier's final pass at commit, against the 1× copy. */
@@ -139,11 +138,18 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     );
 
     log('(b) destination raw write (unordered insertMany)…');
-    const write = await measureWrite(destinationClient, SCRATCH, spec, loaded.bytes, {
-      concurrencies: options.quick ? [2, 4] : [1, 2, 4, 8],
-      batchSizes: options.quick ? [1_000] : [1_000, 5_000],
-      probeDocuments: options.quick ? 5_000 : 20_000,
-    }, !options.skipChanges);
+    const write = await measureWrite(
+      destinationClient,
+      SCRATCH,
+      spec,
+      loaded.bytes,
+      {
+        concurrencies: options.quick ? [2, 4] : [1, 2, 4, 8],
+        batchSizes: options.quick ? [1_000] : [1_000, 5_000],
+        probeDocuments: options.quick ? 5_000 : 20_000,
+      },
+      !options.skipChanges,
+    );
     log(
       `  ${Math.round(write.docsPerSec)} docs/s, ${write.mbPerSec.toFixed(1)} MB/s (concurrency ${write.concurrency}, batch ${write.batchSize})`,
     );
@@ -205,7 +211,8 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     if (!options.skipScaling) {
       const total = Math.round(spec.documents * options.scale);
       log(`(f) worker copy at ${options.scale}× (${total} documents)…`);
-      if (!('skipped' in change) || !options.skipPeer) await removeLoadDocuments(sourceClient, spec);
+      if (!('skipped' in change) || !options.skipPeer)
+        await removeLoadDocuments(sourceClient, spec);
       await destinationClient.close();
       await destination.stop();
       destination = await startEmulator('bench-destination-scaled', profileDir);
@@ -401,8 +408,16 @@ async function limitPhase(
     `  ${Math.round(streamRead.eventsPerSec)} events/s (${streamRead.events} events; the source wrote the mix at ${Math.round(streamRead.sourceWrite.opsPerSec)} ops/s)`,
   );
   return {
-    directApply: { ...directApply, seconds: round(directApply.seconds), opsPerSec: round(directApply.opsPerSec) },
-    streamRead: { ...streamRead, seconds: round(streamRead.seconds), eventsPerSec: round(streamRead.eventsPerSec) },
+    directApply: {
+      ...directApply,
+      seconds: round(directApply.seconds),
+      opsPerSec: round(directApply.opsPerSec),
+    },
+    streamRead: {
+      ...streamRead,
+      seconds: round(streamRead.seconds),
+      eventsPerSec: round(streamRead.eventsPerSec),
+    },
     opsPerSec: round(Math.min(directApply.opsPerSec, streamRead.eventsPerSec)),
   };
 }

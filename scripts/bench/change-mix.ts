@@ -7,7 +7,13 @@ import {
   type MongoClient,
 } from 'mongodb';
 import { rng } from '../lib/sample-data';
-import { collectionName, collectionOf, makeDocument, secondsSince, type DatasetSpec } from './dataset';
+import {
+  collectionName,
+  collectionOf,
+  makeDocument,
+  secondsSince,
+  type DatasetSpec,
+} from './dataset';
 
 /** `_id`s of documents the change load inserts: far above the dataset's, so cleanup is one range. */
 export const LOAD_ID_BASE = 1_000_000_000_000;
@@ -52,7 +58,14 @@ export class MixPlanner {
     const batchOf = (k: number): MixBatch => {
       let batch = byCollection.get(k);
       if (!batch) {
-        batch = { collection: collectionName(k), ops: [], inserts: 0, updates: 0, deletes: 0, added: [] };
+        batch = {
+          collection: collectionName(k),
+          ops: [],
+          inserts: 0,
+          updates: 0,
+          deletes: 0,
+          added: [],
+        };
         byCollection.set(k, batch);
       }
       return batch;
@@ -77,7 +90,10 @@ export class MixPlanner {
           updateOne: {
             filter: { _id: Long.fromNumber(i) },
             update: {
-              $set: { ratio: new Double(this.random()), 'flags.level': new Int32(this.serial++ % 10) },
+              $set: {
+                ratio: new Double(this.random()),
+                'flags.level': new Int32(this.serial++ % 10),
+              },
               $inc: { seq: new Int32(1) },
             },
           },

@@ -107,6 +107,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`peer-sync failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.stderr.write(
+    `peer-sync failed: ${error instanceof Error ? error.stack : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { MongoClient } from 'mongodb';
 import { freePort, startNodeProcess, startProcess } from '../lib/processes';
@@ -37,7 +38,8 @@ export async function runPeer(
   },
 ): Promise<PeerResult | { skipped: string }> {
   const redisServer = findRedis();
-  if (!redisServer) return { skipped: 'redis-server not on PATH (mongochangestream keeps its state in Redis)' };
+  if (!redisServer)
+    return { skipped: 'redis-server not on PATH (mongochangestream keeps its state in Redis)' };
   const redisPort = await freePort();
   const redis = track(
     await startProcess(
@@ -83,7 +85,10 @@ export async function runPeer(
         fail(new Error(`peer exited with ${code}`));
       });
     });
-    const copy = { ...rate(dataset.documents, dataset.bytes, scanned.seconds), peakRssMB: sampler.stop() };
+    const copy = {
+      ...rate(dataset.documents, dataset.bytes, scanned.seconds),
+      peakRssMB: sampler.stop(),
+    };
     options.log(
       `  peer copy: ${Math.round(copy.docsPerSec)} docs/s in ${copy.seconds.toFixed(1)} s (${scanned.documents} documents scanned), peak RSS ${copy.peakRssMB.toFixed(0)} MB`,
     );
@@ -98,7 +103,8 @@ export async function runPeer(
 }
 
 function peerVersion(): string {
-  return (require('mongochangestream/package.json') as { version: string }).version;
+  const manifest = join(dirname(require.resolve('mongochangestream')), '..', 'package.json');
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
 function findRedis(): string | null {

@@ -124,7 +124,9 @@ export function renderTable(r: BenchResult): string[] {
   lines.push(
     `change rate / min(g, h)   ${n(r.changeRatio, 2).padStart(8)}   ${verdict(r.changeRatio, r.targets.changeRatio, false)}`,
   );
-  lines.push(`change rate / b           ${n(r.changeRatioVsInsert, 2).padStart(8)}   (round 1's figure)`);
+  lines.push(
+    `change rate / b           ${n(r.changeRatioVsInsert, 2).padStart(8)}   (round 1's figure)`,
+  );
   lines.push(
     `copy / peer's copy        ${n(r.peerCopyRatio, 2).padStart(8)}   ${verdict(r.peerCopyRatio, r.targets.peerCopyRatio, false)}`,
   );

@@ -15,7 +15,15 @@ import type { ChildProcess } from 'node:child_process';
 import { Long, MaxKey, MongoClient } from 'mongodb';
 import { startNodeProcess, type Started } from '../lib/processes';
 import { collectionName, insertRange, type DatasetSpec, type LoadResult } from './dataset';
-import { EMULATOR_CLI, nodeFlags, RssSampler, sleep, startEmulator, startWorker, track } from './processes';
+import {
+  EMULATOR_CLI,
+  nodeFlags,
+  RssSampler,
+  sleep,
+  startEmulator,
+  startWorker,
+  track,
+} from './processes';
 import type { WorkerProcess } from './processes';
 import { post, progress } from './worker-copy';
 
@@ -116,7 +124,12 @@ async function onFreshClusters(
   const workers: WorkerProcess[] = [];
   const client = await MongoClient.connect(source.firstLine.uri);
   try {
-    if (shards) await shardDataset(client, spec, source.firstLine.shards!.map((s) => s._id));
+    if (shards)
+      await shardDataset(
+        client,
+        spec,
+        source.firstLine.shards!.map((s) => s._id),
+      );
     const loaded: LoadResult = await insertRange(client, spec.database, spec, 0, spec.documents, {
       batchSize: 1_000,
       concurrency: 4,
@@ -158,7 +171,9 @@ async function onFreshClusters(
     });
     const total = processes.reduce((sum, p) => sum + p.cpuSeconds, 0);
     for (const p of processes)
-      options.log(`    ${p.name}: ${p.cpuSeconds.toFixed(1)} CPU-s, ${p.cpuMicrosPerDocument.toFixed(0)} µs/doc`);
+      options.log(
+        `    ${p.name}: ${p.cpuSeconds.toFixed(1)} CPU-s, ${p.cpuMicrosPerDocument.toFixed(0)} µs/doc`,
+      );
     return {
       workers: workers.length,
       documents: spec.documents,
@@ -175,7 +190,11 @@ async function onFreshClusters(
 }
 
 /** When the worker's copy ended: its `collection copy done` log line. */
-async function copyEnd(worker: WorkerProcess, startedAt: number, timeoutMs: number): Promise<number> {
+async function copyEnd(
+  worker: WorkerProcess,
+  startedAt: number,
+  timeoutMs: number,
+): Promise<number> {
   for (;;) {
     if (worker.started.child.exitCode !== null)
       throw new Error(`worker exited during the copy: ${worker.errors.join('; ')}`);
@@ -194,7 +213,11 @@ async function copyEnd(worker: WorkerProcess, startedAt: number, timeoutMs: numb
  * sharded on a hashed key starts with chunks spread over every shard (as MongoDB presplits it);
  * if it starts as one chunk, it is split at hash 0 and the upper half moved to the other shard.
  */
-async function shardDataset(client: MongoClient, spec: DatasetSpec, shards: string[]): Promise<void> {
+async function shardDataset(
+  client: MongoClient,
+  spec: DatasetSpec,
+  shards: string[],
+): Promise<void> {
   const admin = client.db('admin');
   const db = client.db(spec.database);
   for (let k = 0; k < spec.collections; k++) {
@@ -202,12 +225,23 @@ async function shardDataset(client: MongoClient, spec: DatasetSpec, shards: stri
     const ns = `${spec.database}.${name}`;
     await db.collection(name).createIndex({ _id: 'hashed' }, { name: '_id_hashed' });
     await admin.command({ shardCollection: ns, key: { _id: 'hashed' } });
-    const entry = await client.db('config').collection('collections').findOne({ _id: ns as never });
-    const chunks = await client.db('config').collection('chunks').find({ uuid: entry?.uuid }).toArray();
+    const entry = await client
+      .db('config')
+      .collection('collections')
+      .findOne({ _id: ns as never });
+    const chunks = await client
+      .db('config')
+      .collection('chunks')
+      .find({ uuid: entry?.uuid })
+      .toArray();
     if (new Set(chunks.map((c) => c.shard as string)).size > 1) continue;
     await admin.command({ split: ns, middle: { _id: Long.ZERO } });
     const other = shards.find((s) => s !== chunks[0]?.shard)!;
-    await admin.command({ moveChunk: ns, bounds: [{ _id: Long.ZERO }, { _id: new MaxKey() }], to: other });
+    await admin.command({
+      moveChunk: ns,
+      bounds: [{ _id: Long.ZERO }, { _id: new MaxKey() }],
+      to: other,
+    });
   }
 }
 

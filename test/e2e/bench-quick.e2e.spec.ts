@@ -9,7 +9,15 @@ import { resolve } from 'node:path';
  * phase could not run).
  */
 const BENCH = resolve(__dirname, '../../dist/scripts/bench/bench.js');
-const REQUIRED = ['copyRatio', 'changeRatio', 'scaling4x', 'peakRssMB4x'] as const;
+const REQUIRED = [
+  'copyRatio',
+  'changeRatio',
+  'changeRatioVsInsert',
+  'scaling4x',
+  'peakRssMB4x',
+  'peerCopyRatio',
+  'peerChangeRatio',
+] as const;
 
 let child: ChildProcess | undefined;
 

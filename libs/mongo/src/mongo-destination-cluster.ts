@@ -4,8 +4,9 @@ import type {
   IndexModification,
   InsertResult,
 } from '@sync/engine';
-import type { Document, Timestamp } from 'bson';
-import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb';
+import { createRequire } from 'node:module';
+import { BSON, type Document, type Timestamp } from 'bson';
+import { MongoBulkWriteError, MongoServerError, WriteConcern, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
 import { EXACT_BSON } from './exact-bson';
@@ -14,6 +15,34 @@ import { balancerMode, isMongos, setBalancer } from './sharding-metadata';
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
 const NAMESPACE_NOT_FOUND = 26;
+
+/**
+ * The driver's OP_MSG document sequence (section kind 1), which it sends as given: a buffer
+ * pushed into it is written to the wire byte for byte. The driver keeps it internal (its client
+ * bulkWrite uses it), so it is looked up once from the driver's own module and the raw insert
+ * falls back to decoding when a driver version does not have it.
+ */
+interface DocumentSequence {
+  push(document: unknown, buffer: Uint8Array): number;
+}
+type DocumentSequenceClass = new (field: string) => DocumentSequence;
+const DocumentSequenceImpl: DocumentSequenceClass | null = (() => {
+  try {
+    const driver = createRequire(require.resolve('mongodb'));
+    const commands = driver('./cmap/commands') as { DocumentSequence?: unknown };
+    return typeof commands.DocumentSequence === 'function'
+      ? (commands.DocumentSequence as DocumentSequenceClass)
+      : null;
+  } catch {
+    return null;
+  }
+})();
+
+interface InsertReply {
+  n?: number;
+  writeErrors?: Array<{ index: number; code: number; errmsg?: string }>;
+  writeConcernError?: Document;
+}
 
 /** DestinationCluster over the official driver (majority writes come from the client options). */
 export class MongoDestinationCluster implements DestinationCluster {
@@ -163,6 +192,53 @@ export class MongoDestinationCluster implements DestinationCluster {
         `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
       );
     }
+  }
+
+  /**
+   * The same unordered insert as `insertUnordered`, built by hand: an `insert` command whose
+   * `documents` are an OP_MSG document sequence of the bytes as given — no decode, no
+   * re-encode, no per-document size pass (the copy bounds its batches by bytes, well below
+   * the 48 MB message limit). Write errors and a write concern error are read from the reply
+   * with the same verdicts as `insertUnordered`.
+   */
+  async insertRawUnordered(
+    database: string,
+    collection: string,
+    documents: Uint8Array[],
+  ): Promise<InsertResult> {
+    if (documents.length === 0) return { inserted: 0, duplicates: 0 };
+    const namespace = `${database}.${collection}`;
+    if (!DocumentSequenceImpl) {
+      const decoded = documents.map((d) => BSON.deserialize(d, EXACT_BSON));
+      return this.insertUnordered(database, collection, decoded);
+    }
+    const sequence = new DocumentSequenceImpl('documents');
+    for (const document of documents) sequence.push(document, document);
+    const db = this.client.db(database);
+    const command: Document = {
+      insert: collection,
+      documents: sequence,
+      ordered: false,
+      bypassDocumentValidation: true,
+    };
+    if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
+    const reply = (await db.command(command)) as InsertReply;
+    if (reply.writeConcernError) {
+      const error = new MongoServerError({
+        message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
+        writeConcernError: reply.writeConcernError,
+      });
+      throwIfWriteConcernFailed(error, namespace);
+    }
+    const errors = reply.writeErrors ?? [];
+    const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
+    if (others.length > 0) {
+      const first = others[0]!;
+      throw new Error(
+        `${others.length} document(s) rejected by ${namespace}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
+      );
+    }
+    return { inserted: reply.n ?? documents.length - errors.length, duplicates: errors.length };
   }
 
   async shardIds(): Promise<string[]> {

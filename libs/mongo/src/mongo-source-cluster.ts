@@ -7,6 +7,7 @@ import {
   type DocumentBatch,
   type HistoryWindow,
   type RangeDigest,
+  type RawDocumentBatch,
   type ReadOptions,
   type ShardingSnapshot,
   type SourceCluster,
@@ -231,6 +232,31 @@ export class MongoSourceCluster implements SourceCluster {
       }
     }
     if (documents.length > 0) yield { documents, sizes, bytes };
+  }
+
+  /**
+   * Streams a partition as the server sent it: each document's BSON bytes, never decoded, in
+   * batches bounded by `batchSize` and `maxBatchBytes` (the copy's bytes-to-bytes path).
+   */
+  async *readRaw(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<RawDocumentBatch> {
+    const maxBytes = options.maxBatchBytes ?? Infinity;
+    let documents: Uint8Array[] = [];
+    let bytes = 0;
+    for await (const buffer of this.rawDocuments(database, collection, options)) {
+      documents.push(buffer);
+      bytes += buffer.byteLength;
+      if (documents.length >= options.batchSize || bytes >= maxBytes) {
+        yield { documents, bytes };
+        if (options.signal?.aborted) return;
+        documents = [];
+        bytes = 0;
+      }
+    }
+    if (documents.length > 0) yield { documents, bytes };
   }
 
   /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */

@@ -1,8 +1,12 @@
-import type { Document, Timestamp } from 'bson';
-import type { DestinationCluster } from '../ports/destination-cluster';
+import { BSON, type Document, type Timestamp } from 'bson';
+import type { DestinationCluster, InsertResult } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobStore, PartitionRecord } from '../ports/job-store';
-import { SourceNamespaceChangedError, type SourceCluster } from '../ports/source-cluster';
+import {
+  SourceNamespaceChangedError,
+  type ReadOptions,
+  type SourceCluster,
+} from '../ports/source-cluster';
 import { ByteBudget } from './byte-budget';
 import type { CopyTally } from './copy-tally';
 import { InsertBatcher, type WriteBatch } from './insert-batcher';
@@ -21,6 +25,33 @@ export interface CopierOptions {
    * before it reads on, so the copy's memory does not grow with concurrency or data size.
    */
   maxBytesInFlight?: number;
+  /**
+   * Copy bytes to bytes when both ports support it (`readRaw` + `insertRawUnordered`): documents
+   * are never decoded (except to route them in a per-shard copy) nor re-encoded. Default true.
+   */
+  raw?: boolean;
+}
+
+/** Decoding of a raw document that keeps every BSON type (only for routing by `keep`). */
+const EXACT = {
+  promoteValues: false,
+  promoteLongs: false,
+  promoteBuffers: false,
+  bsonRegExp: true,
+} as const;
+
+/** One read batch as the copy loop sees it, whichever path produced it. */
+interface ReadBatch<T> {
+  documents: T[];
+  sizes: ArrayLike<number>;
+  bytes: number;
+}
+
+/** How one path reads, routes and writes documents of type T. */
+interface CopyPath<T> {
+  read(database: string, collection: string, options: ReadOptions): AsyncIterable<ReadBatch<T>>;
+  decode(document: T): Document;
+  insert(database: string, collection: string, documents: T[]): Promise<InsertResult>;
 }
 
 export const DEFAULT_COPIER: CopierOptions = {
@@ -146,14 +177,55 @@ export class Copier {
     }
   }
 
+  /** Bytes to bytes, when both ports can (and the options allow it). */
+  private rawPath(): CopyPath<Uint8Array> | null {
+    const { source, destination } = this;
+    if (this.options.raw === false || !source.readRaw || !destination.insertRawUnordered)
+      return null;
+    const readRaw = source.readRaw.bind(source);
+    const insertRaw = destination.insertRawUnordered.bind(destination);
+    return {
+      read: async function* (database, collection, options) {
+        for await (const batch of readRaw(database, collection, options)) {
+          yield { ...batch, sizes: batch.documents.map((d) => d.byteLength) };
+        }
+      },
+      decode: (document) => BSON.deserialize(document, EXACT),
+      insert: insertRaw,
+    };
+  }
+
+  /** Decoded documents (the destination's driver encodes them again). */
+  private decodedPath(): CopyPath<Document> {
+    const { source, destination } = this;
+    return {
+      read: (database, collection, options) => source.read(database, collection, options),
+      decode: (document) => document,
+      insert: (database, collection, documents) =>
+        destination.insertUnordered(database, collection, documents),
+    };
+  }
+
   /** Streams the range into the destination; returns the documents read. */
-  private async copyRange(
+  private copyRange(
+    partition: PartitionRecord,
+    target: CopyTarget,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const raw = this.rawPath();
+    return raw
+      ? this.copyRangeOn(raw, partition, target, signal)
+      : this.copyRangeOn(this.decodedPath(), partition, target, signal);
+  }
+
+  private async copyRangeOn<T>(
+    path: CopyPath<T>,
     partition: PartitionRecord,
     target: CopyTarget,
     signal: AbortSignal,
   ): Promise<number> {
     const { db: database, coll: collection } = target.destination;
-    const batcher = new InsertBatcher({
+    const batcher = new InsertBatcher<T>({
       maxBytes: this.options.writeBatchBytes,
       maxDocuments: this.options.writeBatchDocuments,
     });
@@ -161,9 +233,9 @@ export class Copier {
     let documents = 0;
     /** Budget bytes this partition holds (read, not yet acknowledged). */
     let held = 0;
-    const write = async (batch: WriteBatch): Promise<void> => {
+    const write = async (batch: WriteBatch<T>): Promise<void> => {
       await pendingWrite; // keep at most one write in flight per partition
-      pendingWrite = this.insert(database, collection, batch.documents).finally(() => {
+      pendingWrite = this.insert(path, database, collection, batch.documents).finally(() => {
         held -= batch.bytes;
         this.budget.release(batch.bytes);
       });
@@ -171,7 +243,7 @@ export class Copier {
     };
     try {
       const range = partition.natural ? 'natural' : boundsOf(partition);
-      const batches = this.source.read(target.source.db, target.source.coll, {
+      const batches = path.read(target.source.db, target.source.coll, {
         range,
         batchSize: this.options.readBatchSize,
         maxBatchBytes: this.options.writeBatchBytes,
@@ -191,7 +263,7 @@ export class Copier {
         let keptBytes = 0;
         for (let i = 0; i < batch.documents.length; i++) {
           const doc = batch.documents[i]!;
-          if (target.keep && !target.keep(doc)) continue;
+          if (target.keep && !target.keep(path.decode(doc))) continue;
           kept += 1;
           keptBytes += batch.sizes[i]!;
           for (const full of batcher.push(doc, batch.sizes[i]!)) await write(full);
@@ -217,9 +289,14 @@ export class Copier {
     }
   }
 
-  private async insert(database: string, collection: string, batch: Document[]): Promise<void> {
+  private async insert<T>(
+    path: CopyPath<T>,
+    database: string,
+    collection: string,
+    batch: T[],
+  ): Promise<void> {
     try {
-      const result = await this.destination.insertUnordered(database, collection, batch);
+      const result = await path.insert(database, collection, batch);
       if (result.duplicates > 0) {
         this.logger.debug('documents already copied', {
           namespace: `${database}.${collection}`,

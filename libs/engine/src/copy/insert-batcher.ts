@@ -5,9 +5,9 @@ export interface BatchLimits {
   maxDocuments: number;
 }
 
-/** One write batch and the exact BSON bytes of its documents. */
-export interface WriteBatch {
-  documents: Document[];
+/** One write batch (decoded documents, or their raw BSON bytes) and its exact BSON size. */
+export interface WriteBatch<T = Document> {
+  documents: T[];
   bytes: number;
 }
 
@@ -16,15 +16,15 @@ export interface WriteBatch {
  * few MiB: large enough to amortise round trips, small enough that the copier's global byte
  * budget is shared by several partitions).
  */
-export class InsertBatcher {
-  private documents: Document[] = [];
+export class InsertBatcher<T = Document> {
+  private documents: T[] = [];
   private bytes = 0;
 
   constructor(private readonly limits: BatchLimits) {}
 
   /** Adds one document; returns the batches (0, 1 or 2) that became full and must be written. */
-  push(document: Document, size: number): WriteBatch[] {
-    const full: WriteBatch[] = [];
+  push(document: T, size: number): WriteBatch<T>[] {
+    const full: WriteBatch<T>[] = [];
     if (this.documents.length > 0 && this.bytes + size > this.limits.maxBytes)
       full.push(this.take());
     this.documents.push(document);
@@ -35,7 +35,7 @@ export class InsertBatcher {
     return full;
   }
 
-  take(): WriteBatch {
+  take(): WriteBatch<T> {
     const batch = { documents: this.documents, bytes: this.bytes };
     this.documents = [];
     this.bytes = 0;

@@ -89,6 +89,15 @@ export interface DestinationCluster {
     collection: string,
     documents: Document[],
   ): Promise<InsertResult>;
+  /**
+   * As `insertUnordered`, documents given as their exact BSON bytes and sent as they are (no
+   * decode, no re-encode). Optional: the copy's bytes-to-bytes path uses it when present.
+   */
+  insertRawUnordered?(
+    database: string,
+    collection: string,
+    documents: Uint8Array[],
+  ): Promise<InsertResult>;
   /** `balancerStatus.mode` ('full' or 'off'); null for a replica set. */
   balancerMode(): Promise<'full' | 'off' | null>;
   /** `balancerStart` / `balancerStop`; a no-op on a replica set. */

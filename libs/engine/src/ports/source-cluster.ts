@@ -29,6 +29,16 @@ export interface DocumentBatch {
   bytes: number;
 }
 
+/**
+ * One batch of a raw copy read: every document's exact BSON bytes as the server sent them
+ * (nothing decoded, so nothing can change type on the way to the destination).
+ */
+export interface RawDocumentBatch {
+  documents: Uint8Array[];
+  /** Sum of the documents' byte lengths. */
+  bytes: number;
+}
+
 export interface ReadOptions {
   /** `_id` range (read with index bounds, which are not type-bracketed) or natural order. */
   range: IdRange | 'natural';
@@ -130,6 +140,15 @@ export interface SourceCluster {
   ): Promise<Document[]>;
   /** Streams a range in batches; memory is bounded by one batch. */
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
+  /**
+   * As `read`, documents left as BSON bytes: the copy's bytes-to-bytes path (with
+   * `DestinationCluster.insertRawUnordered`). Optional: without it the copy decodes.
+   */
+  readRaw?(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<RawDocumentBatch>;
   /**
    * Counts and hashes a range's documents as they stream (memory: one server batch), in `_id`
    * order. Any cluster can be digested through this port, the destination included (the
