@@ -1,7 +1,9 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { MongoBulkWriteError, MongoClient, type Document } from 'mongodb';
 import { WriteConcernFailedError } from './change-writer';
-import { MongoDestinationCluster } from './mongo-destination-cluster';
+import { BSON } from 'bson';
+import { CopyWriteError, isPermanent } from '@sync/engine';
+import { DocumentRejectedError, MongoDestinationCluster } from './mongo-destination-cluster';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
 
@@ -41,6 +43,35 @@ describe('MongoDestinationCluster.insertUnordered (emulator, real driver)', () =
     });
 
   const batch = () => [{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 4 }];
+
+  it.each([
+    ['decoded', (docs: Document[]) => destination.insertUnordered('copy', coll, docs)],
+    [
+      'raw',
+      (docs: Document[]) =>
+        destination.insertRawUnordered(
+          'copy',
+          coll,
+          docs.map((d) => BSON.serialize(d)),
+        ),
+    ],
+  ])(
+    'names the _id of a document the destination rejects, as a permanent failure (%s)',
+    async (_path, insert) => {
+      const error = await insert([{ _id: 3 }, { _id: [7, 8] }, { _id: 1 }]).catch((e) => e);
+      expect(error).toBeInstanceOf(DocumentRejectedError);
+      expect(error).toMatchObject({
+        name: 'DocumentRejected',
+        namespace: `copy.${coll}`,
+        code: 53,
+      });
+      expect(error.message).toBe(
+        `document _id [7,8] rejected by copy.${coll}: code 53: The '_id' value cannot be of type array`,
+      );
+      // the copy stops on it (no retry can fix it), never skipping the document
+      expect(isPermanent(new CopyWriteError(`copy.${coll}`, error))).toBe(true);
+    },
+  );
 
   it('counts duplicate keys as already copied', async () => {
     await expect(destination.insertUnordered('copy', coll, batch())).resolves.toEqual({

@@ -5,7 +5,7 @@ import type {
   InsertResult,
 } from '@sync/engine';
 import { createRequire } from 'node:module';
-import { BSON, type Document, type Timestamp } from 'bson';
+import { BSON, EJSON, type Document, type Timestamp } from 'bson';
 import { MongoBulkWriteError, MongoServerError, WriteConcern, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
@@ -188,8 +188,12 @@ export class MongoDestinationCluster implements DestinationCluster {
       const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
       if (others.length === 0) return { inserted: error.insertedCount, duplicates: errors.length };
       const first = others[0]!;
-      throw new Error(
-        `${others.length} document(s) rejected by ${database}.${collection}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
+      throw new DocumentRejectedError(
+        `${database}.${collection}`,
+        documents[first.index]?._id,
+        first.code,
+        first.errmsg ?? 'write error',
+        others.length,
       );
     }
   }
@@ -234,8 +238,13 @@ export class MongoDestinationCluster implements DestinationCluster {
     const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
     if (others.length > 0) {
       const first = others[0]!;
-      throw new Error(
-        `${others.length} document(s) rejected by ${namespace}: code ${first.code}: ${first.errmsg ?? 'write error'}`,
+      const rejected = documents[first.index];
+      throw new DocumentRejectedError(
+        namespace,
+        rejected ? BSON.deserialize(rejected, EXACT_BSON)._id : undefined,
+        first.code,
+        first.errmsg ?? 'write error',
+        others.length,
       );
     }
     return { inserted: reply.n ?? documents.length - errors.length, duplicates: errors.length };
@@ -303,5 +312,35 @@ export class MongoDestinationCluster implements DestinationCluster {
       if (error instanceof MongoServerError && error.code === NAMESPACE_EXISTS) return;
       throw error;
     }
+  }
+}
+
+/**
+ * The destination refused a copied document for a reason a retry cannot fix (too large, an
+ * invalid field name, a unique index the source does not have...): the sync stops with the
+ * namespace, the document's `_id` and the server's code, never skipping it.
+ */
+export class DocumentRejectedError extends Error {
+  constructor(
+    readonly namespace: string,
+    readonly documentId: unknown,
+    readonly code: number,
+    serverMessage: string,
+    /** Documents of the batch the destination refused (besides duplicates of earlier copies). */
+    readonly rejected: number,
+  ) {
+    super(
+      `document _id ${renderId(documentId)} rejected by ${namespace}: code ${code}: ${serverMessage}` +
+        (rejected > 1 ? ` (and ${rejected - 1} more document(s) of the same batch)` : ''),
+    );
+    this.name = 'DocumentRejected';
+  }
+}
+
+function renderId(id: unknown): string {
+  try {
+    return EJSON.stringify(id as Document, { relaxed: true });
+  } catch {
+    return String(id);
   }
 }

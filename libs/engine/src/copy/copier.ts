@@ -8,6 +8,7 @@ import {
   type SourceCluster,
 } from '../ports/source-cluster';
 import { ByteBudget } from './byte-budget';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { CopyTally } from './copy-tally';
 import { InsertBatcher, type WriteBatch } from './insert-batcher';
 
@@ -30,6 +31,8 @@ export interface CopierOptions {
    * are never decoded (except to route them in a per-shard copy) nor re-encoded. Default true.
    */
   raw?: boolean;
+  /** Transient failures of one write batch are retried in place (see retryInPlace). */
+  retry?: InPlaceRetryOptions;
 }
 
 /** Decoding of a raw document that keeps every BSON type (only for routing by `keep`). */
@@ -296,7 +299,13 @@ export class Copier {
     batch: T[],
   ): Promise<void> {
     try {
-      const result = await path.insert(database, collection, batch);
+      // Idempotent (a document already there is a duplicate key, counted as copied): a batch
+      // that failed transiently is sent again here instead of copying the partition again.
+      const result = await retryInPlace(
+        `copy into ${database}.${collection}`,
+        () => path.insert(database, collection, batch),
+        this.options.retry,
+      );
       if (result.duplicates > 0) {
         this.logger.debug('documents already copied', {
           namespace: `${database}.${collection}`,

@@ -283,7 +283,7 @@ export class SyncRunner {
     }
     const copy = new CopyRunner(session, {
       syncID: this.options.syncID,
-      copier: this.options.copier,
+      copier: { ...this.options.copier, retry: this.inPlaceRetry },
       partitioning: this.options.partitioning,
       logger: this.options.logger,
     });
