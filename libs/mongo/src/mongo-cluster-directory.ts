@@ -11,9 +11,11 @@ import { MongoDestinationCluster } from './mongo-destination-cluster';
 import { MongoCoordinationStore } from './mongo-coordination-store';
 import { MongoJobStore } from './mongo-job-store';
 import { MongoSourceCluster } from './mongo-source-cluster';
+import { ShardConnections } from './shard-connections';
 
 interface Entry {
   client: MongoClient;
+  shards: ShardConnections;
   source: MongoSourceCluster;
   destination: MongoDestinationCluster;
   store: MongoJobStore;
@@ -39,9 +41,11 @@ export class MongoClusterDirectory implements ClusterDirectory {
         retryReads: true,
       });
       const host = displayHost(uri);
+      const shards = new ShardConnections(uri);
       this.entries.set(name, {
         client,
-        source: new MongoSourceCluster(client, host),
+        shards,
+        source: new MongoSourceCluster(client, host, shards),
         destination: new MongoDestinationCluster(client, host),
         store: new MongoJobStore(client, syncID),
         coordination: new MongoCoordinationStore(client),
@@ -75,7 +79,9 @@ export class MongoClusterDirectory implements ClusterDirectory {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.entries.values()].map((e) => e.client.close()));
+    await Promise.all(
+      [...this.entries.values()].flatMap((e) => [e.client.close(), e.shards.close()]),
+    );
   }
 
   private entry(name: string): Entry {

@@ -1,3 +1,4 @@
+import type { ShardConnections } from './shard-connections';
 import {
   SourceNamespaceChangedError,
   uuidHex,
@@ -30,6 +31,8 @@ export class MongoSourceCluster implements SourceCluster {
   constructor(
     private readonly client: MongoClient,
     private readonly host: string,
+    /** Direct clients of a sharded source's shards (oplog windows); absent: not looked at. */
+    private readonly shards?: ShardConnections,
   ) {}
 
   describe(): Promise<ClusterDescription> {
@@ -170,40 +173,31 @@ export class MongoSourceCluster implements SourceCluster {
 
   /**
    * First and last entries of `local.oplog.rs` in natural order (what `rs.printReplicationInfo()`
-   * reads). Null where the oplog cannot be read: through a mongos (`local` is per shard), or
-   * without the right to read `local`.
+   * reads): of the replica set, or — through a mongos, where `local` is each shard's own — of
+   * every shard, read from its primary with the router's credentials. Null where an oplog cannot
+   * be read (no right to read `local`, a shard not reachable directly).
    */
-  async historyWindow(): Promise<HistoryWindow | null> {
+  async historyWindows(): Promise<HistoryWindow[] | null> {
     if (this.router === undefined) {
       const hello = await this.client.db('admin').command({ hello: 1 });
       this.router = hello.msg === 'isdbgrid';
     }
-    if (this.router) return null;
-    // `local` only takes readConcern "local".
-    const oplog = this.client
-      .db('local', { readConcern: new ReadConcern('local') })
-      .collection('oplog.rs');
-    const edge = async (direction: 1 | -1) => {
-      const [entry] = await oplog
-        .find({}, { sort: { $natural: direction }, limit: 1, projection: { ts: 1, wall: 1 } })
-        .toArray();
-      return entry as { ts?: unknown; wall?: unknown } | undefined;
-    };
-    try {
-      const [first, last] = await Promise.all([edge(1), edge(-1)]);
-      if (!(first?.ts instanceof Timestamp) || !(last?.ts instanceof Timestamp)) return null;
-      const wallMs = (e: { ts?: unknown; wall?: unknown }) =>
-        e.wall instanceof Date ? e.wall.getTime() : (e.ts as Timestamp).getHighBits() * 1000;
-      return {
-        oldest: first.ts,
-        newest: last.ts,
-        oldestWallMs: wallMs(first),
-        newestWallMs: wallMs(last),
-      };
-    } catch (error) {
-      if (error instanceof MongoServerError) return null; // mongos, unauthorized, …
-      throw error;
+    if (!this.router) {
+      const window = await oplogWindow(this.client);
+      return window && [window];
     }
+    if (!this.shards) return null;
+    const listed = await this.client.db('admin').command({ listShards: 1 });
+    const shards = (listed.shards as Array<{ _id: unknown; host: unknown }> | undefined) ?? [];
+    const windows: HistoryWindow[] = [];
+    for (const shard of shards) {
+      const window = await oplogWindow(this.shards.client(String(shard.host))).catch(
+        () => null, // unreachable from here: the guard cannot vouch for this source
+      );
+      if (!window) return null;
+      windows.push({ ...window, shard: String(shard._id) });
+    }
+    return windows.length > 0 ? windows : null;
   }
 
   /**
@@ -324,5 +318,34 @@ export class MongoSourceCluster implements SourceCluster {
     } finally {
       await cursor.close().catch(() => undefined);
     }
+  }
+}
+
+/** One replica set's oplog window (first and last entries in natural order). */
+async function oplogWindow(client: MongoClient): Promise<HistoryWindow | null> {
+  // `local` only takes readConcern "local".
+  const oplog = client
+    .db('local', { readConcern: new ReadConcern('local') })
+    .collection('oplog.rs');
+  const edge = async (direction: 1 | -1) => {
+    const [entry] = await oplog
+      .find({}, { sort: { $natural: direction }, limit: 1, projection: { ts: 1, wall: 1 } })
+      .toArray();
+    return entry as { ts?: unknown; wall?: unknown } | undefined;
+  };
+  try {
+    const [first, last] = await Promise.all([edge(1), edge(-1)]);
+    if (!(first?.ts instanceof Timestamp) || !(last?.ts instanceof Timestamp)) return null;
+    const wallMs = (e: { ts?: unknown; wall?: unknown }) =>
+      e.wall instanceof Date ? e.wall.getTime() : (e.ts as Timestamp).getHighBits() * 1000;
+    return {
+      oldest: first.ts,
+      newest: last.ts,
+      oldestWallMs: wallMs(first),
+      newestWallMs: wallMs(last),
+    };
+  } catch (error) {
+    if (error instanceof MongoServerError) return null; // unauthorized, …
+    throw error;
   }
 }

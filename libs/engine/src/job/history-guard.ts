@@ -2,6 +2,7 @@ import type { Timestamp } from 'bson';
 import { HistoryLostError } from '../apply/errors';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
+import type { HistoryWindow } from '../ports/source-cluster';
 import type { JobSession } from './job-session';
 
 export interface HistoryGuardOptions {
@@ -32,7 +33,8 @@ const tsSeconds = (ts: Timestamp) => ts.getHighBits() >>> 0;
  * compared with how long T0 stays, i.e. the window minus T0's age. While applying, the lag is
  * compared with the window. A small margin is a progress warning (and a log line when it
  * appears); T0 already gone while copying fails the run with HistoryLost at once, instead of
- * after the copy. A source that does not expose its history (mongos) is not guarded.
+ * after the copy. On a sharded source every shard's oplog is looked at and the tightest one
+ * decides (T0 must be in each). A source whose history cannot be read is not guarded.
  */
 export class HistoryGuard {
   /** Current warnings (progress `warnings`), replaced at every look. */
@@ -75,23 +77,52 @@ export class HistoryGuard {
 
   /** One look; returns the HistoryLost failure when T0 is already gone. */
   async check(session: JobSession, run: GuardedRun): Promise<HistoryLostError | null> {
-    const window = await session.source.historyWindow();
-    if (!window) {
+    const windows = await session.source.historyWindows();
+    if (!windows || windows.length === 0) {
       this.unsupported = true;
       this.warnings = [];
       return null;
     }
+    // A sharded source: every shard's oplog must keep what the sync needs; the tightest decides.
+    const { job } = session;
+    if (!run.applying && job.t0) {
+      const gone = windows.find((w) => w.oldest.greaterThan(job.t0!));
+      if (gone) return this.t0Lost(job.t0, gone);
+    }
+    // While applying, the resume point (not T0) must survive: the span decides.
+    const t0 = run.applying ? undefined : job.t0;
+    const tightest = windows.reduce((a, b) =>
+      this.headroom(b, t0) < this.headroom(a, t0) ? b : a,
+    );
+    return this.checkWindow(session, run, tightest);
+  }
+
+  /** How long the sync can still rely on `window`: T0's remaining stay, or the window's span. */
+  private headroom(window: HistoryWindow, t0: Timestamp | undefined): number {
+    const span = Math.max(0, window.newestWallMs - window.oldestWallMs);
+    if (!t0) return span;
+    return Math.max(0, span - Math.max(0, window.newestWallMs - tsSeconds(t0) * 1000));
+  }
+
+  private t0Lost(t0: Timestamp, window: HistoryWindow): HistoryLostError {
+    return new HistoryLostError(
+      `the source's change history${window.shard ? ` on shard ${window.shard}` : ''} no longer reaches the sync's start point T0 (${t0.toString()}): its oldest entry is ${window.oldest.toString()}; enlarge the source's oplog (replSetResizeOplog) and start the sync again`,
+      286,
+    );
+  }
+
+  private checkWindow(
+    session: JobSession,
+    run: GuardedRun,
+    window: HistoryWindow,
+  ): HistoryLostError | null {
     const { job } = session;
     const ratio = this.options.warnRatio ?? 0.5;
+    const where = window.shard ? ` (shard ${window.shard})` : '';
     const windowMs = Math.max(0, window.newestWallMs - window.oldestWallMs);
     const warnings: string[] = [];
     if (!run.applying && job.t0) {
-      if (window.oldest.greaterThan(job.t0)) {
-        return new HistoryLostError(
-          `the source's change history no longer reaches the sync's start point T0 (${job.t0.toString()}): its oldest entry is ${window.oldest.toString()}; enlarge the source's oplog (replSetResizeOplog) and start the sync again`,
-          286,
-        );
-      }
+      if (window.oldest.greaterThan(job.t0)) return this.t0Lost(job.t0, window);
       const now = this.options.clock.now();
       const copied = session.tally.copiedBytes;
       if (!this.rateFrom || copied < this.rateFrom.bytes)
@@ -105,14 +136,14 @@ export class HistoryGuard {
         const expectedMs = remaining / rate;
         if (expectedMs > headroomMs * ratio) {
           warnings.push(
-            `OplogWindowSmall: the copy is expected to take about ${seconds(expectedMs)} s more (${remaining} bytes at ${Math.round(rate * 1000)} B/s), but the source's change history (about ${seconds(windowMs)} s) keeps T0 for only about ${seconds(headroomMs)} s more; if T0 leaves the history first the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
+            `OplogWindowSmall: the copy is expected to take about ${seconds(expectedMs)} s more (${remaining} bytes at ${Math.round(rate * 1000)} B/s), but the source's change history${where} (about ${seconds(windowMs)} s) keeps T0 for only about ${seconds(headroomMs)} s more; if T0 leaves the history first the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
           );
         }
       }
     } else if (run.applying && run.lagTimeSeconds !== null) {
       if (run.lagTimeSeconds * 1000 > windowMs * ratio) {
         warnings.push(
-          `OplogWindowSmall: change application is ${run.lagTimeSeconds} s behind the source and its change history holds only about ${seconds(windowMs)} s; if the lag outgrows it the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
+          `OplogWindowSmall: change application is ${run.lagTimeSeconds} s behind the source and its change history${where} holds only about ${seconds(windowMs)} s; if the lag outgrows it the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,
         );
       }
     }
@@ -121,6 +152,7 @@ export class HistoryGuard {
         warning: warnings[0],
         oldest: window.oldest.toString(),
         newest: window.newest.toString(),
+        ...(window.shard ? { shard: window.shard } : {}),
       });
     }
     this.warnings = warnings;

@@ -94,6 +94,8 @@ export interface HistoryWindow {
   newest: Timestamp;
   oldestWallMs: number;
   newestWallMs: number;
+  /** The shard whose oplog this is (a sharded source: one window per shard). */
+  shard?: string;
 }
 
 /**
@@ -178,8 +180,9 @@ export interface SourceCluster {
   writeNoop(message: string): Promise<Timestamp>;
   /**
    * The change history the source still holds (first and last entries of `local.oplog.rs` in
-   * natural order, as `rs.printReplicationInfo()` reads them), or null when it cannot be read
-   * (a mongos, no right to read `local`): the oplog window guard then stays silent.
+   * natural order, as `rs.printReplicationInfo()` reads them): one window for a replica set, one
+   * per shard for a sharded cluster (read from each shard's primary). Null when it cannot be
+   * read (no right to read `local`, a shard unreachable directly): the guard then stays silent.
    */
-  historyWindow(): Promise<HistoryWindow | null>;
+  historyWindows(): Promise<HistoryWindow[] | null>;
 }

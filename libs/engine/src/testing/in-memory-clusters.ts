@@ -74,8 +74,8 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   failInsert: ((ns: string, docs: Document[]) => Error | null) | null = null;
   readDelayMs = 0;
   reads = 0;
-  /** What `historyWindow` reports (null: a source whose history cannot be read). */
-  history: HistoryWindow | null = null;
+  /** What `historyWindows` reports (null: a source whose history cannot be read; an array: shards). */
+  history: HistoryWindow | HistoryWindow[] | null = null;
   readonly store: FakeJobStore;
 
   constructor(
@@ -283,8 +283,8 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     this.time = new Timestamp({ t: this.time.t, i: this.time.i + 1 });
     return this.time;
   }
-  async historyWindow(): Promise<HistoryWindow | null> {
-    return this.history;
+  async historyWindows(): Promise<HistoryWindow[] | null> {
+    return this.history && (Array.isArray(this.history) ? this.history : [this.history]);
   }
   async dropCollection(database: string, collection: string): Promise<void> {
     this.databases.get(database)?.delete(collection);

@@ -1,0 +1,66 @@
+import { Timestamp } from 'bson';
+import type { HistoryWindow } from '../ports/source-cluster';
+import { HistoryGuard } from './history-guard';
+import type { JobSession } from './job-session';
+
+const ts = (seconds: number) => new Timestamp({ t: seconds, i: 1 });
+const window = (oldest: number, newest: number, shard?: string): HistoryWindow => ({
+  oldest: ts(oldest),
+  newest: ts(newest),
+  oldestWallMs: oldest * 1000,
+  newestWallMs: newest * 1000,
+  ...(shard ? { shard } : {}),
+});
+
+function session(windows: HistoryWindow[] | null, t0 = 1_000): JobSession {
+  return {
+    job: { t0: ts(t0), estimatedTotalBytes: 1_000_000 },
+    tally: { copiedBytes: 0 },
+    source: { historyWindows: async () => windows },
+  } as unknown as JobSession;
+}
+
+const logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
+const guard = () =>
+  new HistoryGuard({ logger, clock: { now: () => 0, sleep: async () => undefined } });
+
+describe('HistoryGuard on a sharded source (one oplog window per shard)', () => {
+  it('fails with HistoryLost naming the shard whose oplog no longer holds T0', async () => {
+    const lost = await guard().check(
+      session([window(900, 2_000, 'shardA'), window(1_100, 2_000, 'shardB')]),
+      { applying: false, lagTimeSeconds: null },
+    );
+    expect(lost?.name).toBe('HistoryLostError');
+    expect(lost?.message).toMatch(/change history on shard shardB no longer reaches .* T0/);
+  });
+
+  it('warns about the tightest shard while change events are applied', async () => {
+    const g = guard();
+    // lag 60 s: shardA keeps 1000 s of history (fine), shardB only 100 s (60 > 0.5 × 100)
+    expect(
+      await g.check(session([window(1_000, 2_000, 'shardA'), window(1_900, 2_000, 'shardB')]), {
+        applying: true,
+        lagTimeSeconds: 60,
+      }),
+    ).toBeNull();
+    expect(g.warnings).toHaveLength(1);
+    expect(g.warnings[0]).toMatch(
+      /^OplogWindowSmall: .*change history \(shard shardB\) holds only about 100 s/,
+    );
+  });
+
+  it('stays silent when every shard keeps enough, and is off when a window cannot be read', async () => {
+    const g = guard();
+    await g.check(session([window(500, 2_000, 'a'), window(600, 2_000, 'b')]), {
+      applying: true,
+      lagTimeSeconds: 5,
+    });
+    expect(g.warnings).toEqual([]);
+    expect(await g.check(session(null), { applying: false, lagTimeSeconds: null })).toBeNull();
+  });
+});
