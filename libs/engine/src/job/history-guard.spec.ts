@@ -14,7 +14,7 @@ const window = (oldest: number, newest: number, shard?: string): HistoryWindow =
 
 function session(windows: HistoryWindow[] | null, t0 = 1_000): JobSession {
   return {
-    job: { t0: ts(t0), estimatedTotalBytes: 1_000_000 },
+    job: { t0: t0 === 0 ? new Timestamp({ t: 0, i: 0 }) : ts(t0), estimatedTotalBytes: 1_000_000 },
     tally: { copiedBytes: 0 },
     source: { historyWindows: async () => windows },
   } as unknown as JobSession;
@@ -37,6 +37,15 @@ describe('HistoryGuard on a sharded source (one oplog window per shard)', () => 
     );
     expect(lost?.name).toBe('HistoryLostError');
     expect(lost?.message).toMatch(/change history on shard shardB no longer reaches .* T0/);
+  });
+
+  it('has nothing to keep before a per-shard follower adopts the plan (T0 still zero)', async () => {
+    expect(
+      await guard().check(session([window(1_100, 2_000, 'shardA')], 0), {
+        applying: false,
+        lagTimeSeconds: null,
+      }),
+    ).toBeNull();
   });
 
   it('warns about the tightest shard while change events are applied', async () => {

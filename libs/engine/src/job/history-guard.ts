@@ -85,16 +85,17 @@ export class HistoryGuard {
     }
     // A sharded source: every shard's oplog must keep what the sync needs; the tightest decides.
     const { job } = session;
-    if (!run.applying && job.t0) {
-      const gone = windows.find((w) => w.oldest.greaterThan(job.t0!));
-      if (gone) return this.t0Lost(job.t0, gone);
+    // While applying, the resume point (not T0) must survive: the span decides. No T0 yet (a
+    // per-shard follower before it adopts the coordinator's plan): nothing to keep either.
+    const t0 = run.applying || !job.t0 || job.t0.isZero() ? undefined : job.t0;
+    if (t0) {
+      const gone = windows.find((w) => w.oldest.greaterThan(t0));
+      if (gone) return this.t0Lost(t0, gone);
     }
-    // While applying, the resume point (not T0) must survive: the span decides.
-    const t0 = run.applying ? undefined : job.t0;
     const tightest = windows.reduce((a, b) =>
       this.headroom(b, t0) < this.headroom(a, t0) ? b : a,
     );
-    return this.checkWindow(session, run, tightest);
+    return this.checkWindow(session, run, tightest, t0);
   }
 
   /** How long the sync can still rely on `window`: T0's remaining stay, or the window's span. */
@@ -115,14 +116,15 @@ export class HistoryGuard {
     session: JobSession,
     run: GuardedRun,
     window: HistoryWindow,
+    t0: Timestamp | undefined,
   ): HistoryLostError | null {
     const { job } = session;
     const ratio = this.options.warnRatio ?? 0.5;
     const where = window.shard ? ` (shard ${window.shard})` : '';
     const windowMs = Math.max(0, window.newestWallMs - window.oldestWallMs);
     const warnings: string[] = [];
-    if (!run.applying && job.t0) {
-      if (window.oldest.greaterThan(job.t0)) return this.t0Lost(job.t0, window);
+    if (t0) {
+      if (window.oldest.greaterThan(t0)) return this.t0Lost(t0, window);
       const now = this.options.clock.now();
       const copied = session.tally.copiedBytes;
       if (!this.rateFrom || copied < this.rateFrom.bytes)
@@ -130,7 +132,7 @@ export class HistoryGuard {
       const elapsed = now - this.rateFrom.at;
       const rate = elapsed >= 1000 ? (copied - this.rateFrom.bytes) / elapsed : 0; // bytes/ms
       const remaining = Math.max(0, (job.estimatedTotalBytes ?? 0) - copied);
-      const t0AgeMs = Math.max(0, window.newestWallMs - tsSeconds(job.t0) * 1000);
+      const t0AgeMs = Math.max(0, window.newestWallMs - tsSeconds(t0) * 1000);
       const headroomMs = Math.max(0, windowMs - t0AgeMs);
       if (rate > 0 && remaining > 0) {
         const expectedMs = remaining / rate;
