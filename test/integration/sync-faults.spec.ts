@@ -199,7 +199,12 @@ describe('transient faults survived (failCommand on source and destination)', ()
       await writer;
       for (let round = 2; round <= ROUNDS; round++) {
         await churn(c, round, 100, DOCS); // change application under faults
-        await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit again');
+        await waitFor(
+          () => w.job.progress().canCommit === true,
+          60_000,
+          'canCommit again',
+          () => JSON.stringify(w.job.progress()),
+        );
       }
       await w.job.commit().catch(async (e: unknown) => {
         // a refused commit (a fault while checking readiness) is simply asked again

@@ -156,6 +156,18 @@ export class SyncRunner {
     this.controller = null;
   }
 
+  /**
+   * Resolves once change application is at most a second behind the source (or stops): what
+   * the live verification waits for before each range it reads.
+   */
+  private async untilChangesCaughtUp(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const lag = this.cea?.status().lagTimeSeconds ?? null;
+      if (signal.aborted || lag === null || lag <= 1) return;
+      await this.options.clock.sleep(500, signal);
+    }
+  }
+
   /** Grows whenever the sync advances: bytes copied, events applied, a phase reached. */
   private progressMark(): string {
     const session = this.hooks.session();
@@ -412,7 +424,11 @@ export class SyncRunner {
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
     // Per-shard workers leave verification to the coordinator's final pass at commit.
-    if (!job.shard) this.livePass = this.verification.runLive(session, signal);
+    if (!job.shard) {
+      this.livePass = this.verification.runLive(session, signal, () =>
+        this.untilChangesCaughtUp(signal),
+      );
+    }
     await cea.run({
       job,
       startAt: job.t0,

@@ -36,7 +36,7 @@ export interface VerificationStatus {
 export interface VerificationOptions {
   logger: EngineLogger;
   clock: Clock;
-  /** Ranges digested at once (default 4; the live pass uses half). */
+  /** Ranges digested at once by the commit's final pass (default 4; the live pass reads one). */
   concurrency?: number;
   /** First wait before a live re-check (default 5 s, doubling up to 60 s). */
   recheckMs?: number;
@@ -108,7 +108,15 @@ export class Verification {
    * that differed with a growing pause, until `signal` (the runner stops at the drain). Never
    * fails the sync: a difference here may be a change not applied yet.
    */
-  async runLive(session: JobSession, signal: AbortSignal): Promise<void> {
+  /**
+   * `yieldTo` is awaited before each range: it holds the live pass while change application is
+   * behind, so verification reads never slow the catch-up a cut-over waits for.
+   */
+  async runLive(
+    session: JobSession,
+    signal: AbortSignal,
+    yieldTo?: () => Promise<void>,
+  ): Promise<void> {
     if (this.live || !verificationEnabled(session.job)) return;
     this.live = true;
     const verified = this.verifiedKeys;
@@ -127,7 +135,14 @@ export class Verification {
           return ranges && ranges.length > 0 ? { ...target, ranges } : target;
         });
         if (targets.length > 0) {
-          const verdicts = await this.pass(session, 'live', targets, signal, verified.size);
+          const verdicts = await this.pass(
+            session,
+            'live',
+            targets,
+            signal,
+            verified.size,
+            yieldTo,
+          );
           verdicts.forEach((v, i) => {
             const key = records[i]!.key;
             if (v.problems.length === 0) verified.add(key);
@@ -161,6 +176,7 @@ export class Verification {
     targets: VerifyTarget[],
     signal: AbortSignal,
     alreadyVerified = 0,
+    beforeTask?: () => Promise<void>,
   ): Promise<NamespaceVerdict[]> {
     const destination = session.destinationReader;
     if (!destination) throw new Error('the destination cannot be read for verification');
@@ -176,8 +192,10 @@ export class Verification {
     const concurrency = this.options.concurrency ?? 4;
     return verifyNamespaces(session.source as VerifiableCluster, destination, targets, {
       compareUnique: phase === 'final',
-      concurrency: phase === 'final' ? concurrency : Math.max(1, Math.floor(concurrency / 2)),
+      // The live pass reads one range at a time, and only while change application keeps up.
+      concurrency: phase === 'final' ? concurrency : 1,
       signal,
+      ...(beforeTask ? { beforeTask } : {}),
       onNamespace: (verdict) => {
         if (verdict.problems.length === 0) status.namespacesVerified += 1;
         else if (phase === 'live') status.pendingRecheck += 1;

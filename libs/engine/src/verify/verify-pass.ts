@@ -13,6 +13,8 @@ export interface PassOptions extends NamespaceCheckOptions {
   concurrency: number;
   /** Called once all of a namespace's checks are done. */
   onNamespace?: (verdict: NamespaceVerdict) => void;
+  /** Awaited before each check starts (the live pass yields to change application here). */
+  beforeTask?: () => Promise<void>;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function verifyNamespaces(
     }
     return verdict;
   });
-  await runPool(tasks, options.concurrency, options.signal);
+  await runPool(tasks, options.concurrency, options.signal, options.beforeTask);
   return verdicts;
 }
 
@@ -75,11 +77,16 @@ async function runPool(
   tasks: Array<() => Promise<void>>,
   concurrency: number,
   signal?: AbortSignal,
+  beforeTask?: () => Promise<void>,
 ): Promise<void> {
   let next = 0;
   let failed = false;
   const worker = async (): Promise<void> => {
     while (!failed && !signal?.aborted && next < tasks.length) {
+      if (beforeTask) {
+        await beforeTask();
+        if (failed || signal?.aborted || next >= tasks.length) break;
+      }
       const task = tasks[next++]!;
       try {
         await task();
