@@ -17,6 +17,8 @@ export interface InPlaceRetryOptions {
   clock?: Clock;
   /** Told of each retry (progress counters, a debug line). */
   onRetry?: (event: InPlaceRetry) => void;
+  /** Which failures are worth another try (default: isTransientFault). */
+  retryable?: (error: unknown) => boolean;
 }
 
 export interface InPlaceRetry {
@@ -56,7 +58,8 @@ export async function retryInPlace<T>(
     try {
       return await op();
     } catch (error) {
-      if (attempt > attempts || signal?.aborted || !isTransientFault(error)) throw error;
+      const retryable = options.retryable ?? isTransientFault;
+      if (attempt > attempts || signal?.aborted || !retryable(error)) throw error;
       const ceiling = Math.min(options.maxMs ?? 2000, (options.baseMs ?? 100) * 2 ** (attempt - 1));
       const delayMs = Math.round(ceiling * (0.5 + 0.5 * (options.random ?? Math.random)()));
       options.onRetry?.({ what, attempt, delayMs, error });

@@ -1,5 +1,6 @@
 import { NamespaceCatalog } from '../catalog/namespace-catalog';
 import { CopyTally } from '../copy/copy-tally';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { Clock } from '../ports/clock';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
@@ -96,13 +97,23 @@ export class JobSession {
     return this.owners.ownership;
   }
 
+  /**
+   * How a failed job write is retried in place (the runner sets its counted policy; default:
+   * 5 tries more on transient failures). The write replaces the whole document with the same
+   * snapshot, so sending it again is harmless.
+   */
+  retry: InPlaceRetryOptions = {};
+
   /** Mutates the job and persists it in one document write (serialised with other saves). */
   save(mutate: (job: JobRecord) => void = () => undefined): Promise<void> {
     const run = this.writing.then(async () => {
       mutate(this.record);
       this.record.updatedAt = new Date(this.clock.now());
       const snapshot = deepSnapshot(this.record);
-      await this.store.saveJob(snapshot);
+      await retryInPlace('job write', () => this.store.saveJob(snapshot), {
+        clock: this.clock,
+        ...this.retry,
+      });
     });
     this.writing = run.catch(() => undefined);
     return run;

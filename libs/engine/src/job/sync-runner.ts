@@ -289,6 +289,7 @@ export class SyncRunner {
   }
 
   private async runOnce(session: JobSession, signal: AbortSignal): Promise<void> {
+    session.retry = this.inPlaceRetry; // job writes are retried in place, and counted
     const { job } = session;
     if (job.phase === 'joining') {
       if (!(await this.join(session, signal))) return;

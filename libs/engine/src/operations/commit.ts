@@ -6,6 +6,7 @@ import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
 import { restoreRelaxedIndexes } from '../prepare/index-restorer';
+import { retryInPlace } from '../faults/retry-in-place';
 import { FINAL_COMMIT_STEP, ShardCommit } from '../shards/shard-commit';
 import { restoreBalancers } from './start';
 
@@ -118,36 +119,36 @@ export function destinationWritable(state: CommitState | undefined): boolean {
   return commitStepIndex(state?.step) >= commitStepIndex('destinationUnblocked');
 }
 
-/** Transient failures of one commit step retried in place before the step is recorded failed. */
-const COMMIT_STEP_ATTEMPTS = 6;
-
 /**
  * Runs a commit step, retrying transient failures (failover, network, timeouts — as the sync
- * runner classifies them) with jittered exponential backoff (100 ms doubling): every step is
- * idempotent, as a repeated `commit` already relies on.
+ * runner classifies them: anything not permanent) in place with jittered exponential backoff
+ * (100 ms doubling, 6 tries): every step is idempotent, as a repeated `commit` already relies on.
  */
-async function runWithRetries(
+function runWithRetries(
   ctx: Omit<CommitStepContext, 'state'>,
   name: string,
   run: () => Promise<void>,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (error) {
-      const failure = error instanceof Error ? error : new Error(String(error));
-      if (attempt >= COMMIT_STEP_ATTEMPTS || isPermanent(failure) || ctx.signal.aborted)
-        throw failure;
-      const delay = Math.round(100 * 2 ** (attempt - 1) * (0.5 + 0.5 * Math.random()));
-      ctx.logger.warn('commit step failed transiently; retrying', {
-        step: name,
-        error: `${failure.name}: ${failure.message}`,
-        attempt,
-        retryInMs: delay,
-      });
-      await ctx.clock.sleep(delay, ctx.signal).catch(() => undefined);
-    }
-  }
+  return retryInPlace(
+    `commit step ${name}`,
+    run,
+    {
+      attempts: 5,
+      baseMs: 100,
+      clock: ctx.clock,
+      retryable: (error) => !isPermanent(error instanceof Error ? error : new Error(String(error))),
+      onRetry: ({ attempt, delayMs, error }) => {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        ctx.logger.warn('commit step failed transiently; retrying', {
+          step: name,
+          error: `${failure.name}: ${failure.message}`,
+          attempt,
+          retryInMs: delayMs,
+        });
+      },
+    },
+    ctx.signal,
+  );
 }
 
 /**
