@@ -308,6 +308,44 @@ describe('transient faults survived (failCommand on source and destination)', ()
     await expectEqualClusters(c);
   });
 
+  it('authorization lost on the destination during change application stops the sync, named and located', async () => {
+    c = await startAuthClusters();
+    await seed(c, 200);
+    const w = await worker(c, { maxTransientRetries: 3, retryBaseMs: 10 });
+    workers.push(w);
+    await w.job.start(request());
+    await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit');
+    // The sync user loses its rights on the destination: every write is refused (13).
+    await failPoint(c.dst, 'alwaysOn', {
+      failCommands: ['update', 'delete', 'insert'],
+      errorCode: 13,
+    });
+    await churn(c, 1, 20, 200);
+    await waitFor(
+      () => w.fatal.length > 0,
+      30_000,
+      'the sync to stop',
+      () => JSON.stringify(w.job.progress()),
+    );
+    await failPoint(c.dst, 'off');
+    const progress = w.job.progress();
+    console.log(
+      `[faults] authorization lost: ${progress.error as string}: ${progress.failure as string}`,
+    );
+    // Not retried as if transient, not skipped: stopped, with the server's reason. The first
+    // write refused may be a lane's (then named DestinationWriteError, located on shop.items)
+    // or the checkpoint's (the sync's own metadata): either way the sync stops at once.
+    expect(Number(progress.retries ?? 0)).toBe(0);
+    expect(Number(progress.retriedOperations ?? 0)).toBe(0);
+    expect(progress.canCommit).toBe(false);
+    expect(String(progress.error)).toMatch(/^(DestinationWriteError|MongoServerError)$/);
+    expect(String(progress.failure)).toMatch(/failCommand|code 13/);
+    if (progress.error === 'DestinationWriteError') {
+      expect(progress.failureNamespace).toBe('shop.items');
+      expect(String(progress.failure)).toMatch(/write\(s\) to shop\.items failed: .*\(code 13\)/);
+    }
+  });
+
   it('a fault outlasting the retry budget stops the sync with a named, persisted error', async () => {
     c = await startAuthClusters();
     await seed(c, 500);

@@ -1,8 +1,8 @@
-import { EJSON, type Document } from 'bson';
+import { BSON, EJSON, type Document } from 'bson';
 import { nsKey, type Namespace } from './change-event';
-import { DestinationWriteError } from './errors';
+import { ApplyError, DestinationWriteError } from './errors';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
-import { TRANSIENT_CODES } from '../faults/transient';
+import { TRANSIENT_CODES, isTransientFault } from '../faults/transient';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 
@@ -27,7 +27,9 @@ interface PendingDoc {
  *
  * Within a batch each document has one entry (its steps in event order). A write that fully
  * determines the document (replace, delete, lookup) drops the pending steps before it: only
- * the last state matters, and the document is written once. The batch is sent in rounds —
+ * the last state matters, and the document is written once. An update that sets and unsets
+ * exactly the paths of the document's last pending update replaces it (see
+ * overwritesLastUpdate). The batch is sent in rounds —
  * round r holds step r of every document — as one unordered bulk per namespace, so a bulk
  * never holds two writes of the same document and a document's steps keep their order.
  */
@@ -62,6 +64,8 @@ export class WriteLane {
         }
       }
       this.pending.set(write.identity, { ns: write.ns, steps });
+    } else if (overwritesLastUpdate(entry.steps, write.steps)) {
+      entry.steps[entry.steps.length - 1] = write.steps[0];
     } else {
       entry.steps.push(...write.steps);
     }
@@ -171,7 +175,7 @@ export class WriteLane {
       );
     } catch (error) {
       if (error instanceof TransientWriteFailures) return [...settled, ...error.failures];
-      throw error;
+      throw commandFailed(ns, ops.length, error);
     }
   }
 
@@ -246,6 +250,31 @@ class TransientWriteFailures extends Error {
   }
 }
 
+/**
+ * A whole bulk refused (authorization lost, a dropped connection that outlasted the retries):
+ * a DestinationWriteError that names the namespace and the server's code. Errors of the change
+ * application's own kinds pass through, located on the namespace.
+ */
+function commandFailed(ns: Namespace, writes: number, error: unknown): Error {
+  const located =
+    error instanceof ApplyError
+      ? error
+      : new DestinationWriteError(
+          `${writes} write(s) to ${nsKey(ns)} failed: ${describeServerError(error)}`,
+          isTransientFault(error),
+          { cause: error },
+        );
+  (located as Error & { namespace?: string }).namespace ??= nsKey(ns);
+  return located;
+}
+
+function describeServerError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { code, codeName } = error as { code?: unknown; codeName?: unknown };
+  const what = typeof codeName === 'string' ? codeName : error.name;
+  return `${what}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`;
+}
+
 function isShapeConflict(code: number | undefined): boolean {
   return code !== undefined && SHAPE_CONFLICT_CODES.has(code);
 }
@@ -289,4 +318,39 @@ function keyOf(step: WriteStep | undefined): Document | undefined {
 function hasShardKeyFilter(step: WriteStep): boolean {
   const key = keyOf(step);
   return !!key && Object.keys(key).some((f) => f !== '_id');
+}
+
+/**
+ * True when `next` (one update) may replace the last pending step (an update) instead of
+ * following it: both address the same documentKey and have only `$set`/`$unset`, with the same
+ * paths in each. Then "last, then next" and "next" alone leave every document state alike,
+ * values and field order: a path that exists is written in place either way; one that does not
+ * is created by `last` (new fields appended in operator order) and overwritten in place by
+ * `next`, exactly where `next` alone creates it; the paths of one update never overlap
+ * (translateUpdate checks), so `last` changes no intermediate of another path; a path `last`
+ * could not apply (a shape conflict) `next` cannot apply either, and falls back to a lookup.
+ * The counters, status fields and probes that make up most repeated updates collapse so, and a
+ * document updated k times in a batch costs one round trip instead of k.
+ */
+function overwritesLastUpdate(pending: WriteStep[], next: WriteStep[]): boolean {
+  const last = pending[pending.length - 1];
+  const step = next[0];
+  if (next.length !== 1 || last?.kind !== 'update' || step?.kind !== 'update') return false;
+  if (!setUnsetOnly(last.update) || !setUnsetOnly(step.update)) return false;
+  if (!samePaths(last.update.$set, step.update.$set)) return false;
+  if (!samePaths(last.update.$unset, step.update.$unset)) return false;
+  return Buffer.compare(BSON.serialize(last.filter), BSON.serialize(step.filter)) === 0;
+}
+
+function setUnsetOnly(update: Document): boolean {
+  for (const op of Object.keys(update)) if (op !== '$set' && op !== '$unset') return false;
+  return true;
+}
+
+function samePaths(a: Document | undefined, b: Document | undefined): boolean {
+  const left = a ? Object.keys(a) : [];
+  const right = b ? Object.keys(b) : [];
+  if (left.length !== right.length) return false;
+  const set = new Set(left);
+  return right.every((path) => set.has(path));
 }

@@ -489,7 +489,7 @@ export class TransientFaultBudgetExhaustedError extends Error {
     readonly last: Error,
   ) {
     super(
-      `${attempts} transient failures in a row outlasted the retry budget; the last: ${last.name}: ${last.message}`,
+      `${attempts} transient failures in a row outlasted the retry budget; the last: ${last.message.startsWith(last.name) ? '' : `${last.name}: `}${last.message}`,
       { cause: last },
     );
     this.name = 'TransientFaultBudgetExhausted';

@@ -72,7 +72,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
   const persisted = job?.failure;
   const live = runner?.failure ?? null;
   const failureText = persisted
-    ? `${persisted.error}: ${persisted.message}`
+    ? namedText(persisted.error, persisted.message)
     : live && !runner?.retrying
       ? src.redact(`${live.name}: ${live.message}`)
       : null;
@@ -244,4 +244,12 @@ function mergeVerification(all: Array<VerificationStatus | null>): VerificationS
     pendingRecheck: sum((v) => v.pendingRecheck),
     samples: present.flatMap((v) => v.samples).slice(0, 10),
   };
+}
+
+/**
+ * "<name>: <message>" once: persisted messages already begin with the error's class name
+ * ("TransientFaultBudgetExhausted: …", "HistoryLostError: …" under the name HistoryLost).
+ */
+function namedText(name: string, message: string): string {
+  return message.startsWith(name) ? message : `${name}: ${message}`;
 }
