@@ -12,5 +12,8 @@ module.exports = {
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
   testRegex: '.*\\.spec\\.ts$',
   testTimeout: 60000,
+  // The leak check over everything the end-to-end suites printed and answered (issue 13 §6).
+  globalSetup: '<rootDir>/test/jest.global-setup.ts',
+  globalTeardown: '<rootDir>/test/jest.global-teardown.ts',
   maxWorkers: 2,
 };

@@ -1,0 +1,69 @@
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Everything the end-to-end suites' processes printed and their APIs answered, appended to
+ * `.tmp/e2e-output/` (one file per Jest worker process), so that one check at the end of the
+ * run can search all of it for the test credentials (jest.global-teardown.ts).
+ */
+export const LEDGER_DIR = join(__dirname, '..', '..', '.tmp', 'e2e-output');
+
+/**
+ * Every secret the suites hand to the service or its clusters: the users' passwords of the
+ * emulated clusters, Redis's password, API tokens. A test that introduces another one adds it here.
+ */
+export const TEST_SECRETS: readonly string[] = [
+  'Syncer-S3cret-pw',
+  'App-S3cret-pw',
+  'Redis-S3cret-pw',
+  'Leak-Test-Api-T0ken-7f3c9a1e',
+];
+
+/** Appends one record (a process's output, a response body) to this worker's ledger file. */
+export function recordOutput(source: string, text: string): void {
+  if (text === '') return;
+  try {
+    mkdirSync(LEDGER_DIR, { recursive: true });
+    appendFileSync(join(LEDGER_DIR, `${process.pid}.log`), `\n### ${source}\n${text}\n`);
+  } catch {
+    // the ledger is a check on the side: never fail a test because it cannot be written
+  }
+}
+
+export function clearLedger(): void {
+  rmSync(LEDGER_DIR, { recursive: true, force: true });
+  rmSync(join(LEDGER_DIR, '..', 'leak-check.txt'), { force: true });
+}
+
+/** Where each secret (or its URL-encoded / base64 form) appears: `file: source` lines. */
+export function findLeaks(): { records: number; bytes: number; leaks: string[] } {
+  const forms = [
+    ...new Set(
+      TEST_SECRETS.flatMap((secret) => [
+        secret,
+        encodeURIComponent(secret),
+        Buffer.from(secret).toString('base64'),
+      ]),
+    ),
+  ];
+  let records = 0;
+  let bytes = 0;
+  const leaks: string[] = [];
+  let files: string[] = [];
+  try {
+    files = readdirSync(LEDGER_DIR);
+  } catch {
+    return { records, bytes, leaks };
+  }
+  for (const file of files) {
+    const text = readFileSync(join(LEDGER_DIR, file), 'utf8');
+    bytes += text.length;
+    for (const record of text.split('\n### ').slice(1)) {
+      records += 1;
+      const source = record.slice(0, record.indexOf('\n'));
+      if (forms.some((form) => record.includes(form)))
+        leaks.push(`${file}: ${source} contains a test secret`);
+    }
+  }
+  return { records, bytes, leaks };
+}
