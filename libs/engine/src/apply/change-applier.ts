@@ -88,6 +88,7 @@ export class ChangeApplier {
   private appliedAtLastSave = 0;
   private lastCheckpointAt: Date | undefined;
   private saving: Promise<void> = Promise.resolve();
+  private backgroundSave = false;
   private waiters = new Set<() => void>();
 
   constructor(private readonly options: ChangeApplierOptions) {
@@ -178,7 +179,8 @@ export class ChangeApplier {
             clusterTime: maxTimestamp(batch.highWaterTime, batchTime),
           });
         }
-        await this.maybeCheckpoint(false);
+        // Not awaited: a save is one destination round trip the stream read need not wait for.
+        this.checkpointInBackground();
       }
       await this.drainLanes();
       if (this.failure !== undefined) throw this.failure;
@@ -313,6 +315,15 @@ export class ChangeApplier {
     return true;
   }
 
+  /** A due save, at most one at a time; its failure (after in-place retries) ends the run. */
+  private checkpointInBackground(): void {
+    if (this.backgroundSave) return;
+    this.backgroundSave = true;
+    this.maybeCheckpoint(false)
+      .catch((error) => this.fail(error))
+      .finally(() => (this.backgroundSave = false));
+  }
+
   private async maybeCheckpoint(force: boolean): Promise<void> {
     const position = this.tracker.safePosition;
     if (!position || position.token === this.lastSavedToken) return;
@@ -323,7 +334,9 @@ export class ChangeApplier {
       this.totalApplied - this.appliedAtLastSave >= (this.options.checkpointEveryEvents ?? 5000);
     if (!due) return;
     // Serialised: the run loop and a commit may both ask; saves must not reorder.
-    this.saving = this.saving.then(async () => {
+    // A failed save already failed the run; a later (forced) save tries again.
+    const previous = this.saving.catch(() => undefined);
+    this.saving = previous.then(async () => {
       const latest = this.tracker.safePosition!;
       if (latest.token === this.lastSavedToken) return;
       const savedAt = new Date(now);

@@ -1,4 +1,4 @@
-import { Int32, ObjectId, type Document } from 'bson';
+import { Double, Int32, ObjectId, type Document } from 'bson';
 import type { Namespace } from './change-event';
 import { DestinationWriteError } from './errors';
 import type { ChangeWriter, WriteFailure, WriteOp } from './ports';
@@ -253,6 +253,64 @@ describe('WriteLane superseding on a sharded source', () => {
     expect(ops.map((op) => [op.kind, op.filter])).toEqual([
       ['delete', { _id: 7 }],
       ['replace', { k: 'new', _id: 7 }],
+    ]);
+  });
+});
+
+describe('WriteLane repeated updates of one document', () => {
+  const set = (_id: unknown, $set: Document, $unset?: Document): WriteStep => ({
+    kind: 'update',
+    filter: { _id },
+    update: $unset ? { $set, $unset } : { $set },
+  });
+
+  /** Steps pushed in one go form one batch, written in rounds. */
+  async function batched(steps: Array<[Document, WriteStep]>) {
+    const writer = new FakeWriter();
+    const { drained, errors, applied } = run(writer, new FakeLookup(), steps);
+    await drained;
+    expect(errors).toEqual([]);
+    return { bulks: writer.bulks.map((b) => b.ops), applied };
+  }
+
+  it('keeps only the last of updates that set and unset the same paths', async () => {
+    const { bulks, applied } = await batched([
+      [{ _id: 1 }, set(1, { seq: 1, 'f.l': 1 }, { gone: '' })],
+      [{ _id: 1 }, set(1, { 'f.l': 2, seq: 2 }, { gone: '' })],
+      [{ _id: 1 }, set(1, { seq: 3, 'f.l': 3 }, { gone: '' })],
+    ]);
+    expect(bulks).toEqual([[set(1, { seq: 3, 'f.l': 3 }, { gone: '' })]]);
+    expect(applied).toEqual([0, 1, 2]);
+  });
+
+  it('keeps both when the paths differ, the operators differ or the filters differ', async () => {
+    const push: WriteStep = {
+      kind: 'update',
+      filter: { _id: 3 },
+      update: { $push: { a: { $each: [], $slice: 1 } } },
+    };
+    const { bulks } = await batched([
+      [{ _id: 1 }, set(1, { a: 1 })],
+      [{ _id: 1 }, set(1, { a: 2, b: 2 })],
+      [{ _id: 2 }, set(2, { a: 1 })],
+      [{ _id: 2 }, set(2, { a: 2 }, { b: '' })],
+      [{ _id: 3 }, push],
+      [{ _id: 3 }, push],
+      [{ _id: 4 }, set(new Double(4), { a: 1 })],
+      [{ _id: 4 }, set(4, { a: 2 })],
+    ]);
+    expect(bulks).toHaveLength(2);
+    expect(bulks[0]).toEqual([
+      set(1, { a: 1 }),
+      set(2, { a: 1 }),
+      push,
+      set(new Double(4), { a: 1 }),
+    ]);
+    expect(bulks[1]).toEqual([
+      set(1, { a: 2, b: 2 }),
+      set(2, { a: 2 }, { b: '' }),
+      push,
+      set(4, { a: 2 }),
     ]);
   });
 });

@@ -2,6 +2,7 @@ import type { Document } from 'bson';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
 import { bytesEqual, diffDocuments } from './document-diff';
 import { diffIndexes } from './index-diff';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 
 /** What the verifier reads on either side (the destination is seen through the same port). */
 export type VerifiableCluster = Pick<
@@ -24,6 +25,8 @@ export interface VerifyTarget {
   ignoreDestinationIndexes?: string[];
   /** Indexes left out on both sides (relaxed until commit while the sync runs). */
   skipIndexes?: string[];
+  /** Documents per read batch of a digest (default: the reader's). */
+  batchSize?: number;
 }
 
 export interface NamespaceVerdict {
@@ -45,6 +48,8 @@ export interface NamespaceCheckOptions {
   signal?: AbortSignal;
   /** Collection listings, per side and database, shared by the namespaces of one pass. */
   listings?: ListingCache;
+  /** A range's digest that fails transiently is read again on that side (default 5 tries). */
+  retry?: InPlaceRetryOptions;
 }
 
 /** `listCollections` once per database and side during a pass. */
@@ -109,13 +114,27 @@ export async function checkRange(
 ): Promise<{ source: number; destination: number; ids: string[]; problems: string[] }> {
   const { database, collection } = target;
   const signal = options.signal ? { signal: options.signal } : {};
+  const batch = target.batchSize ? { batchSize: target.batchSize } : {};
+  const ns = `${database}.${collection}`;
   const [s, d] = await Promise.all([
-    source.digest(database, collection, {
-      range,
-      ...signal,
-      ...(target.uuid ? { uuid: target.uuid } : {}),
-    }),
-    destination.digest(database, collection, { range, ...signal }),
+    retryInPlace(
+      `digest of ${ns} on the source`,
+      () =>
+        source.digest(database, collection, {
+          range,
+          ...signal,
+          ...batch,
+          ...(target.uuid ? { uuid: target.uuid } : {}),
+        }),
+      options.retry,
+      options.signal,
+    ),
+    retryInPlace(
+      `digest of ${ns} on the destination`,
+      () => destination.digest(database, collection, { range, ...signal, ...batch }),
+      options.retry,
+      options.signal,
+    ),
   ]);
   const counts = { source: s.count, destination: d.count };
   if (s.count === d.count && s.hash === d.hash) return { ...counts, ids: [], problems: [] };
