@@ -10,7 +10,12 @@ import {
 import type { SyncEngine } from '@sync/engine';
 import type { JsonLogger } from '@sync/service';
 import { randomUUID } from 'node:crypto';
-import { summarizeOutcomes, validateThenStart, type Outcomes } from './broadcast/command-outcomes';
+import {
+  commitAcrossWorkers,
+  summarizeOutcomes,
+  validateThenStart,
+  type Outcomes,
+} from './broadcast/command-outcomes';
 import type { CommandBroadcaster } from './broadcast/command-broadcaster';
 import { targetWorkers } from './broadcast/worker-set';
 import type { ClusterClients } from './clusters/cluster-clients';
@@ -85,25 +90,40 @@ export class CoordinatorEngine implements SyncEngine {
     const workers = targetWorkers(roster.registrations, shards);
     const commandId = options?.commandId ?? `auto-${randomUUID()}`;
     this.options.logger.info('broadcasting a command', { operation, commandId, epoch, workers });
-    const send = (kind: CommandOperation): Promise<Outcomes> =>
+    const send = (
+      kind: CommandOperation,
+      targets: readonly string[] = workers,
+      id = commandId,
+    ): Promise<Outcomes> =>
       this.options.broadcaster.broadcast(
         {
           operation: kind,
           ...(request ? { request } : {}),
-          commandId,
+          commandId: id,
           epoch,
           issuedBy: this.options.id,
         },
-        workers,
+        targets,
         this.options.commandTimeoutMs,
       );
     let failure: ApiError | null;
     try {
-      // A start is validated on every worker before any is sent start (none starts otherwise).
+      // A start is validated on every worker before any is sent start (none starts otherwise);
+      // a commit some workers refused while others took it is sent to those again (they join).
       failure =
         operation === 'start'
           ? await validateThenStart(send)
-          : summarizeOutcomes(operation, await send(operation));
+          : operation === 'commit'
+            ? await commitAcrossWorkers(
+                (targets, round) =>
+                  send(
+                    'commit',
+                    targets ?? workers,
+                    round === 0 ? commandId : `${commandId}~join${round}`,
+                  ),
+                (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+              )
+            : summarizeOutcomes(operation, await send(operation));
     } catch (error) {
       this.options.logger.warn('the command could not be queued', { operation, error });
       throw new ApiError(

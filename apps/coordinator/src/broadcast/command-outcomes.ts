@@ -74,3 +74,30 @@ export async function validateThenStart(
   if (refused) return refused;
   return summarizeOutcomes('start', await send('start'));
 }
+
+/**
+ * `commit` to every worker of a per-shard sync. A worker whose own lag was above the commit
+ * limit refuses with CommitNotReady while the others accept — leaving them committing (the
+ * source write-blocked) and it RUNNING. Once any worker has accepted, a refuser joins the
+ * commit under way (its drain covers its lag), so commit is sent to the refusers again, a few
+ * times a second apart (each round under its own derived command id, so a client's retry with
+ * the same X-Command-Id replays the same rounds).
+ */
+export async function commitAcrossWorkers(
+  send: (targets: readonly string[] | null, round: number) => Promise<Outcomes>,
+  sleep: (ms: number) => Promise<void>,
+  rounds = 5,
+): Promise<ApiError | null> {
+  const outcomes = await send(null, 0);
+  for (let round = 1; round <= rounds; round++) {
+    const entries = [...outcomes.entries()];
+    const accepted = entries.some(([, o]) => o !== 'pending' && o.ok);
+    const refusers = entries
+      .filter(([, o]) => o !== 'pending' && !o.ok && o.error === 'CommitNotReady')
+      .map(([worker]) => worker);
+    if (!accepted || refusers.length === 0) break;
+    await sleep(1000);
+    for (const [worker, outcome] of await send(refusers, round)) outcomes.set(worker, outcome);
+  }
+  return summarizeOutcomes('commit', outcomes);
+}

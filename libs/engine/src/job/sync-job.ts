@@ -15,6 +15,7 @@ import {
   assertCommitReady,
   canCommitNow,
   commitStepIndex,
+  joinsCommitUnderWay,
   destinationWritable,
   runCommit,
 } from '../operations/commit';
@@ -219,7 +220,10 @@ export class SyncJob implements SyncEngine {
     const failure = this.runner?.failure;
     assertCommitReady({
       hasChangeApplication: !!this.options.phases?.changeApplication,
-      ready: retry || this.canCommit(),
+      ready:
+        retry ||
+        this.canCommit() ||
+        (await joinsCommitUnderWay(this.current, this.session, this.runner)),
       failure: failure && !this.runner?.retrying ? this.failureText(failure) : null,
     });
     await this.exclusive('commit', async () => {

@@ -225,6 +225,28 @@ export function canCommitNow(
   return !status.copying && status.changeApplication?.readyToCommit === true;
 }
 
+/**
+ * A worker of a per-shard sync joins a commit another worker has already accepted even when its
+ * own lag is above the commit limit: the limit keeps the write-blocked window short, not the
+ * result correct (the drain waits until this worker has applied every event up to the commit
+ * point). Refusing would leave the others committing — the source write-blocked — and this one
+ * RUNNING until someone sent commit again. Everything else canCommit asks still holds.
+ */
+export async function joinsCommitUnderWay(
+  state: string,
+  session: JobSession | null,
+  runner: SyncRunner | null,
+): Promise<boolean> {
+  if (state !== 'RUNNING' || !session?.job.shard || !session.coordination || !runner?.active)
+    return false;
+  if (session.job.failure || (runner.failure && !runner.retrying)) return false;
+  if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
+  const status = runner.status();
+  if (status.copying || !status.changeApplication) return false;
+  const shared = await session.coordination.load();
+  return (shared?.commitSteps?.requested ?? []).some((id) => id !== session.job.shard!.id);
+}
+
 /** The whole commit: the steps not done yet, then COMMITTED in one job write. */
 export async function runCommit(
   ctx: Omit<CommitStepContext, 'state'>,
