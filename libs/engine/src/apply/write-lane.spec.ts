@@ -205,6 +205,26 @@ describe('WriteLane update fallback', () => {
     await expect(drained).rejects.toThrow('replace of _id 3 on d.c failed: E11000 (code 11000)');
   });
 
+  it.each([
+    ['a refusal with a code (Unauthorized)', { code: 13, codeName: 'Unauthorized' }, false],
+    ['an error without a code (a closed client)', {}, true],
+    ['a transient code', { code: 91, codeName: 'ShutdownInProgress' }, true],
+  ])(
+    'names the namespace of a whole bulk that failed: %s (retryable: %s)',
+    async (_what, fields, retryable) => {
+      const writer = new FakeWriter();
+      writer.bulkWrite = () =>
+        Promise.reject(
+          Object.assign(new Error('refused'), { name: 'MongoServerError', ...fields }),
+        );
+      const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);
+      const error = await drained.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DestinationWriteError);
+      expect(error).toMatchObject({ namespace: 'd.c', isRetryable: retryable });
+      expect((error as Error).message).toMatch(/^1 write\(s\) to d\.c failed: .*refused$/);
+    },
+  );
+
   it('passes an error thrown by the writer through unchanged', async () => {
     const thrown = new DestinationWriteError('write concern failed on d.c: timeout', true);
     const writer = new FakeWriter();

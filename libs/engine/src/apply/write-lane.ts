@@ -261,7 +261,9 @@ function commandFailed(ns: Namespace, writes: number, error: unknown): Error {
       ? error
       : new DestinationWriteError(
           `${writes} write(s) to ${nsKey(ns)} failed: ${describeServerError(error)}`,
-          isTransientFault(error),
+          // A server's refusal with a code repeats on every retry unless the code is transient;
+          // an error without one (a connection, a closed client) is worth running again.
+          typeof (error as { code?: unknown }).code !== 'number' || isTransientFault(error),
           { cause: error },
         );
   (located as Error & { namespace?: string }).namespace ??= nsKey(ns);
