@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run once by the `mongo-keyfile` service of docker-compose.yml (profile "deploy"), as root:
-# writes the shared keyfile every mongod and mongos of both clusters authenticate each other with
-# (internal authentication, which also turns on access control), into the `keyfile` volume.
+# Run once by the `mongo-keyfile` service of docker-compose.yml (profile "deploy") and by its
+# `test-keyfile` service (profile "test"), as root: writes the shared keyfile every mongod and
+# mongos of the profile's clusters authenticate each other with (internal authentication, which
+# also turns on access control), into the profile's volume (`keyfile`, `test-keyfile`).
 # A random key made on first start, never a file in the repository; kept across restarts.
 set -euo pipefail
 key=/keyfile/key

@@ -442,7 +442,13 @@ function runInitScript(
 describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
   it('puts every service in the "test" or the "deploy" profile', () => {
     for (const name of Object.keys(services)) expect(PROFILES).toContain(profileOf(name));
-    expect(inProfile('test').sort()).toEqual(['destination', 'source']);
+    expect(inProfile('test').sort()).toEqual([
+      'destination',
+      'source',
+      'test-init',
+      'test-keyfile',
+      'test-ready',
+    ]);
   });
 
   it('gives every service an official image or a build of the repository Dockerfile', () => {
@@ -467,7 +473,7 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
     expect(routers.every((name) => resolved[name].image === 'mongo:7.0')).toBe(true);
   });
 
-  it('keeps the "test" profile: replica sets source on 27017 and destination on 27018', () => {
+  it('keeps the "test" profile: replica sets source on 27017 and destination on 27018, with a keyfile', () => {
     for (const [name, port] of [
       ['source', 27017],
       ['destination', 27018],
@@ -476,10 +482,13 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
       expect(args[0]).toBe('mongod');
       expect(flag(args, 'replSet')).toBe(name);
       expect(listenPort(name)).toBe(port);
-      expect(ports(name)).toEqual([{ hostIp: '', hostPort: port, containerPort: port }]);
-      expect(JSON.stringify(resolved[name].healthcheck?.test)).toContain(
-        `rs.initiate({_id: '${name}', members: [{_id: 0, host: '127.0.0.1:${port}'}]})`,
-      );
+      expect(ports(name)).toEqual([{ hostIp: '127.0.0.1', hostPort: port, containerPort: port }]);
+      // Access control on (write blocking binds ordinary users), with the test profile's own key.
+      expect(flag(args, 'keyFile')).toBe('/keyfile/key');
+      expect(resolved[name].volumes).toEqual(['test-keyfile:/keyfile:ro']);
+      // The health check only asks; the one-shot test-init initiates (test-real.spec.ts runs it).
+      expect(JSON.stringify(resolved[name].healthcheck?.test)).toContain('ping: 1');
+      expect(JSON.stringify(resolved[name].healthcheck?.test)).not.toMatch(/initiate/i);
     }
   });
 
@@ -513,10 +522,8 @@ describe('docker-compose.yml (static: parsed, no Docker engine)', () => {
     expect(new Set(hostPorts).size).toBe(hostPorts.length);
     for (const { name, containerPort } of all)
       expect([name, containerPort]).toEqual([name, listenPort(name)]);
-    // The deployment's APIs have no authentication: loopback of the host only.
-    for (const { name, hostIp } of all.filter((m) => profileOf(m.name) === 'deploy')) {
-      expect([name, hostIp]).toEqual([name, '127.0.0.1']);
-    }
+    // Loopback of the host only: the deployment's APIs, and the test profile's fixed password.
+    for (const { name, hostIp } of all) expect([name, hostIp]).toEqual([name, '127.0.0.1']);
   });
 
   it('orders start-up with depends_on conditions that the targets can meet, without cycles', () => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { describeEmulatorOnly } from '../helpers/real-clusters';
 
 /**
  * Smoke test of `npm run bench -- --quick` on a small dataset: it must complete and end its
@@ -37,39 +38,42 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
   });
 }
 
-describe('bench --quick (smoke)', () => {
-  it('completes and prints the figures as a JSON last line', async () => {
-    expect(existsSync(BENCH)).toBe(true); // built by `npm test`'s pretest
-    const { code, stdout, stderr } = await run([
-      '--quick',
-      '--docs',
-      '2000',
-      '--collections',
-      '4',
-      '--window',
-      '2',
-      '--rates',
-      '0.05,0.1',
-    ]);
-    if (code !== 0) throw new Error(`bench exited with ${code}:\n${stderr.slice(-4000)}`);
-    const lines = stdout.trim().split('\n');
-    const result = JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
-    for (const key of REQUIRED) {
-      expect(key in result).toBe(true);
-      expect(result[key] === null || typeof result[key] === 'number').toBe(true);
-    }
-    expect(typeof result.copyRatio).toBe('number');
-    expect(result).toEqual(
-      expect.objectContaining({
-        scan: expect.objectContaining({ docsPerSec: expect.any(Number) }),
-        write: expect.objectContaining({ docsPerSec: expect.any(Number) }),
-        copy1x: expect.objectContaining({
-          docsPerSec: expect.any(Number),
-          seconds: expect.any(Number),
+describeEmulatorOnly('the benchmark starts its own emulated clusters')(
+  'bench --quick (smoke)',
+  () => {
+    it('completes and prints the figures as a JSON last line', async () => {
+      expect(existsSync(BENCH)).toBe(true); // built by `npm test`'s pretest
+      const { code, stdout, stderr } = await run([
+        '--quick',
+        '--docs',
+        '2000',
+        '--collections',
+        '4',
+        '--window',
+        '2',
+        '--rates',
+        '0.05,0.1',
+      ]);
+      if (code !== 0) throw new Error(`bench exited with ${code}:\n${stderr.slice(-4000)}`);
+      const lines = stdout.trim().split('\n');
+      const result = JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+      for (const key of REQUIRED) {
+        expect(key in result).toBe(true);
+        expect(result[key] === null || typeof result[key] === 'number').toBe(true);
+      }
+      expect(typeof result.copyRatio).toBe('number');
+      expect(result).toEqual(
+        expect.objectContaining({
+          scan: expect.objectContaining({ docsPerSec: expect.any(Number) }),
+          write: expect.objectContaining({ docsPerSec: expect.any(Number) }),
+          copy1x: expect.objectContaining({
+            docsPerSec: expect.any(Number),
+            seconds: expect.any(Number),
+          }),
+          time1xSeconds: expect.any(Number),
         }),
-        time1xSeconds: expect.any(Number),
-      }),
-    );
-    expect(stderr).toContain('copy / min(a, b)');
-  }, 300_000);
-});
+      );
+      expect(stderr).toContain('copy / min(a, b)');
+    }, 300_000);
+  },
+);

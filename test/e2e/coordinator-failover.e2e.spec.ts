@@ -1,6 +1,7 @@
 import type { MongoClient } from 'mongodb';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { spawnProcess, stopAllProcesses } from '../helpers/processes';
+import { describeOn, testDb } from '../helpers/real-clusters';
 import {
   COORDINATOR,
   buildCoordinatorOnce,
@@ -29,7 +30,7 @@ import {
  * commands to it. The leader is SIGKILLed mid-sync; the survivor takes the lease within the TTL
  * with a higher fencing epoch (recorded on the destination) and drives pause, resume and commit.
  */
-describe('coordinator replicas: the leader SIGKILLed mid-sync', () => {
+describeOn('shardedClusters')('coordinator replicas: the leader SIGKILLed mid-sync', () => {
   let redis: RedisServer;
   let source: ShardedCluster;
   let destination: ShardedCluster;
@@ -140,7 +141,7 @@ describe('coordinator replicas: the leader SIGKILLed mid-sync', () => {
     await survivor.api.waitFor('canCommit', (p) => p.state === 'RUNNING' && p.canCommit);
     expect((await postCommand(survivor.api, 'commit', {}, 'fo-commit')).status).toBe(200);
     await survivor.api.waitFor('COMMITTED', (p) => p.state === 'COMMITTED', 90_000);
-    const report = await compareClusters(src, dst, { databases: ['app', 'crm'] });
+    const report = await compareClusters(src, dst, { databases: [testDb('app'), testDb('crm')] });
     expect(report.differences).toEqual([]);
     expect(report.documents).toBe(documents);
   });

@@ -6,6 +6,7 @@ import type { Progress as ApiProgress, ProgressOptions } from '@sync/contracts';
 import { FakeSyncEngine } from '../../libs/service/src/test/fake-sync-engine';
 import { startTestApi, type TestApi } from '../../libs/service/src/test/start-test-api';
 import { stopAllProcesses } from '../helpers/processes';
+import { describeOn, testNs } from '../helpers/real-clusters';
 import {
   SYNCER,
   buildOnce,
@@ -40,7 +41,7 @@ const COLLECTIONS: Record<string, number> = {
 async function loadSource(client: MongoClient): Promise<void> {
   const pad = 'x'.repeat(300);
   for (const [ns, count] of Object.entries(COLLECTIONS)) {
-    const [db, coll] = ns.split('.') as [string, string];
+    const [db, coll] = testNs(ns).split('.') as [string, string];
     for (let start = 0; start < count; start += 5_000) {
       const docs = Array.from({ length: Math.min(5_000, count - start) }, (_, k) => ({
         _id: start + k,
@@ -120,7 +121,7 @@ if (browserMissing) {
   });
 }
 
-(browserMissing ? describe.skip : describe)(
+(browserMissing ? describe.skip : describeOn('replicaSets'))(
   'live dashboard in headless Chromium (issue 12)',
   () => {
     let source: Cluster;
@@ -190,7 +191,7 @@ if (browserMissing) {
       const rows = await page.$$eval('#detail-body tr td:first-child', (cells) =>
         cells.map((c) => c.textContent),
       );
-      expect(rows).toEqual(expect.arrayContaining(Object.keys(COLLECTIONS)));
+      expect(rows).toEqual(expect.arrayContaining(Object.keys(COLLECTIONS).map(testNs)));
       await page.screenshot({ path: join(SHOTS, 'dashboard-copying.png') });
       // Readable at 1280×800: nothing wider than the window.
       expect(

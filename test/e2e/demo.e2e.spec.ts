@@ -4,6 +4,7 @@ import {
   stopAllProcesses,
   type ManagedProcess,
 } from '../helpers/processes';
+import { describeEmulatorOnly } from '../helpers/real-clusters';
 import { DEMO, buildOnce } from './support/harness';
 
 /**
@@ -11,7 +12,7 @@ import { DEMO, buildOnce } from './support/harness';
  * sharded migration through the coordinator (redis-server, two workers, emulated clusters), and
  * `npm run demo -- --replica-set`; each verified while an application writes.
  */
-describe('demo (npm run demo)', () => {
+describeEmulatorOnly('the demo starts its own emulated clusters')('demo (npm run demo)', () => {
   beforeAll(() => buildOnce(), 600_000);
 
   const runs: ManagedProcess[] = [];

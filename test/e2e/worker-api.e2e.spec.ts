@@ -2,18 +2,20 @@ import {
   ensureBuilt,
   eventually,
   spawnProcess,
-  startEmulatorReplicaSet,
   stopAllProcesses,
   type ManagedProcess,
 } from '../helpers/processes';
+import { describeOn } from '../helpers/real-clusters';
+import { startCluster } from './support/harness';
 
 const WORKER = 'dist/apps/worker/src/main.js';
 const EMULATOR = 'dist/libs/mongo-emulator/src/cli.js';
 
 /**
- * The built worker as a process, against two emulated replica sets, driven only over HTTP.
+ * The built worker as a process, against two replica sets (emulated, or the real ones the
+ * SYNC_TEST_* variables name), driven only over HTTP.
  */
-describe('worker API end to end', () => {
+describeOn('replicaSets')('worker API end to end', () => {
   let cluster0: string;
   let cluster1: string;
   let worker: ManagedProcess;
@@ -22,7 +24,7 @@ describe('worker API end to end', () => {
   beforeAll(async () => {
     ensureBuilt([WORKER, EMULATOR]);
     [cluster0, cluster1] = (
-      await Promise.all([startEmulatorReplicaSet(), startEmulatorReplicaSet()])
+      await Promise.all([startCluster('source', false), startCluster('destination', false)])
     ).map((cluster) => cluster.uri);
     worker = spawnProcess('node', [
       WORKER,

@@ -1,6 +1,7 @@
 import { Binary, Decimal128, Double, Int32, Long, ObjectId, type MongoClient } from 'mongodb';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { spawnProcess, stopAllProcesses } from '../helpers/processes';
+import { describeOn, emulatorOnly, testDb, testNs } from '../helpers/real-clusters';
 import {
   SYNCER,
   buildOnce,
@@ -38,12 +39,12 @@ const COLLECTIONS: Record<string, number> = {
 
 async function loadSource(client: MongoClient): Promise<void> {
   await client
-    .db('crm')
+    .db(testDb('crm'))
     .collection('contacts')
     .createIndex({ email: 1 }, { unique: true, name: 'email_unique' });
-  await client.db('inventory').collection('items').createIndex({ sku: 1, warehouse: -1 });
+  await client.db(testDb('inventory')).collection('items').createIndex({ sku: 1, warehouse: -1 });
   for (const [ns, count] of Object.entries(COLLECTIONS)) {
-    const [db, coll] = ns.split('.');
+    const [db, coll] = testNs(ns).split('.');
     for (let start = 0; start < count; start += 2_000) {
       const docs = Array.from({ length: Math.min(2_000, count - start) }, (_, k) =>
         makeDoc(ns, start + k),
@@ -76,7 +77,7 @@ function makeDoc(ns: string, i: number): Record<string, unknown> {
   }
 }
 
-describe('worker crash during the collection copy (issue 3)', () => {
+describeOn('replicaSets')('worker crash during the collection copy (issue 3)', () => {
   let source: Cluster;
   let destination: Cluster;
   let sourceClient: MongoClient;
@@ -132,8 +133,8 @@ describe('worker crash during the collection copy (issue 3)', () => {
     );
     expect(restored.state).toBe('RUNNING');
     expect(restored.directionMapping).toEqual({
-      Source: expect.stringMatching(/^cluster0: 127\.0\.0\.1:\d+$/),
-      Destination: expect.stringMatching(/^cluster1: 127\.0\.0\.1:\d+$/),
+      Source: expect.stringMatching(/^cluster0: [\w.-]+:\d+$/),
+      Destination: expect.stringMatching(/^cluster1: [\w.-]+:\d+$/),
     });
 
     await second.api.waitFor('the copy figures to reach 100%', copyFiguresDone, 180_000);
@@ -171,55 +172,53 @@ describe('worker crash during the collection copy (issue 3)', () => {
     }
   }
 
-  it.each([
-    ['another source cluster', 'other-source'],
-    ['the clusters swapped', 'swapped'],
-  ])(
-    'refuses to resume the job with %s (JobClusterMismatch), without printing credentials',
-    async (_name, variant) => {
-      let cluster0: string;
-      let cluster1: string;
-      if (variant === 'swapped') {
-        cluster0 = destination.uriFor(SYNCER);
-        cluster1 = source.uriFor(SYNCER);
-      } else {
-        // Same replica-set name as the original source, on another host:port.
-        const other = await startCluster('source', true);
-        cluster0 = other.uriFor(SYNCER);
-        cluster1 = destination.uriFor(SYNCER);
-      }
-      const worker = spawnProcess('node', workerArgs(cluster0, cluster1));
-      // The worker stays up and every call answers the refusal (the job is untouched).
-      await waitForRefusal(worker);
-      await worker.stop();
+  /**
+   * A worker launched with other clusters refuses to resume the job, and says so without
+   * printing credentials; the original clusters still resume it afterwards.
+   */
+  async function expectRefusal(cluster0: string, cluster1: string): Promise<void> {
+    const worker = spawnProcess('node', workerArgs(cluster0, cluster1));
+    // The worker stays up and every call answers the refusal (the job is untouched).
+    await waitForRefusal(worker);
+    await worker.stop();
 
-      const output = worker.stdout() + worker.stderr();
-      const records = worker.stdoutLines.map((line) => JSON.parse(line) as Record<string, any>);
-      // One line names the error and says what was refused; nothing is FATAL.
-      const refused = records.filter(
-        (r) => r.level === 'ERROR' && r.error === 'JobClusterMismatch',
-      );
-      expect(refused).toEqual([
-        expect.objectContaining({
-          msg: 'cannot resume the persisted sync',
-          description: expect.stringMatching(/refusing to resume it/),
-        }),
-      ]);
-      expect(records.filter((r) => r.level === 'FATAL')).toEqual([]);
-      for (const uri of [cluster0, cluster1]) expect(output).not.toContain(uri);
-      expect(output).not.toContain(SYNCER.password);
-      expect(output).not.toMatch(/mongodb:\/\/[^\s"]*@/);
+    const output = worker.stdout() + worker.stderr();
+    const records = worker.stdoutLines.map((line) => JSON.parse(line) as Record<string, any>);
+    // One line names the error and says what was refused; nothing is FATAL.
+    const refused = records.filter((r) => r.level === 'ERROR' && r.error === 'JobClusterMismatch');
+    expect(refused).toEqual([
+      expect.objectContaining({
+        msg: 'cannot resume the persisted sync',
+        description: expect.stringMatching(/refusing to resume it/),
+      }),
+    ]);
+    expect(records.filter((r) => r.level === 'FATAL')).toEqual([]);
+    for (const uri of [cluster0, cluster1]) expect(output).not.toContain(uri);
+    expect(output).not.toContain(SYNCER.password);
+    expect(output).not.toMatch(/mongodb:\/\/[^\s"]*@/);
 
-      // The refused launch changed nothing: the original clusters still resume the job.
-      const again = await startWorker(source.uriFor(SYNCER), destination.uriFor(SYNCER));
-      const restored = await again.api.waitFor(
-        'the job to be restored',
-        (p) => p.state !== 'INITIALIZING',
-        120_000,
-      );
-      expect(restored.state).toBe('RUNNING');
-      await again.process.stop();
+    // The refused launch changed nothing: the original clusters still resume the job.
+    const again = await startWorker(source.uriFor(SYNCER), destination.uriFor(SYNCER));
+    const restored = await again.api.waitFor(
+      'the job to be restored',
+      (p) => p.state !== 'INITIALIZING',
+      120_000,
+    );
+    expect(restored.state).toBe('RUNNING');
+    await again.process.stop();
+  }
+
+  emulatorOnly('a third cluster: another source')(
+    'refuses to resume the job with another source cluster (JobClusterMismatch), without printing credentials',
+    async () => {
+      // Same replica-set name as the original source, on another host:port.
+      const other = await startCluster('source', true);
+      await expectRefusal(other.uriFor(SYNCER), destination.uriFor(SYNCER));
     },
     240_000,
   );
+
+  it('refuses to resume the job with the clusters swapped (JobClusterMismatch), without printing credentials', async () => {
+    await expectRefusal(destination.uriFor(SYNCER), source.uriFor(SYNCER));
+  }, 240_000);
 });

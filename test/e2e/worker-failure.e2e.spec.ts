@@ -1,5 +1,6 @@
 import type { MongoClient } from 'mongodb';
 import { stopAllProcesses } from '../helpers/processes';
+import { describeEmulatorOnly } from '../helpers/real-clusters';
 import {
   APP,
   SYNCER,
@@ -18,7 +19,9 @@ import {
  * must not take the process down: the worker keeps serving, progress names the error, and a
  * relaunched worker shows the same persisted failure at once instead of failing again.
  */
-describe('a failed sync keeps the worker up and says why', () => {
+describeEmulatorOnly(
+  "a change history of 200 entries (the emulator's --history; mongod sizes its oplog in MB)",
+)('a failed sync keeps the worker up and says why', () => {
   let source: Cluster;
   let destination: Cluster;
   let app: MongoClient;

@@ -3,6 +3,7 @@ import { BackgroundWriter } from '../../scripts/lib/background-writer';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { loadSampleStore } from '../../scripts/lib/sample-data';
 import { stopAllProcesses } from '../helpers/processes';
+import { describeOn, testDb } from '../helpers/real-clusters';
 import {
   APP,
   SYNCER,
@@ -32,7 +33,7 @@ import {
 
 const SIZE = { customers: 2_000, orders: 8_000, products: 500 };
 
-describe('reversible sync lifecycle with write blocking (issue 4)', () => {
+describeOn('replicaSets')('reversible sync lifecycle with write blocking (issue 4)', () => {
   let source: Cluster;
   let destination: Cluster;
   let worker: StartedWorker;
@@ -85,8 +86,8 @@ describe('reversible sync lifecycle with write blocking (issue 4)', () => {
     const running = await api().progress();
     expect(running).toMatchObject({ state: 'RUNNING', canCommit: false, canWrite: false });
     expect(running.directionMapping).toEqual({
-      Source: expect.stringMatching(/^cluster0: 127\.0\.0\.1:\d+$/),
-      Destination: expect.stringMatching(/^cluster1: 127\.0\.0\.1:\d+$/),
+      Source: expect.stringMatching(/^cluster0: [\w.-]+:\d+$/),
+      Destination: expect.stringMatching(/^cluster1: [\w.-]+:\d+$/),
     });
   });
 
@@ -105,7 +106,7 @@ describe('reversible sync lifecycle with write blocking (issue 4)', () => {
       ).toBe('UserWritesBlocked');
       expect(
         await tryWrite(() =>
-          destinationApp.db('newdb').collection('c').insertOne({ _id: new ObjectId() }),
+          destinationApp.db(testDb('newdb')).collection('c').insertOne({ _id: new ObjectId() }),
         ),
       ).toBe('UserWritesBlocked');
     },

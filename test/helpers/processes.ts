@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as ts from 'typescript';
 import { parseJsonLine, stopProcess, waitForExit } from '../../scripts/lib/processes';
+import { recordOutput } from './leak-ledger';
 
 /** Repository root (this file lives in test/helpers). */
 export const REPO_ROOT = join(__dirname, '..', '..');
@@ -52,6 +53,11 @@ export function spawnProcess(
     for (const wake of waiters) wake();
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  // Everything it printed goes to the run's leak check (labelled without its arguments, which
+  // may carry credentials on purpose).
+  child.once('close', () =>
+    recordOutput(`${command} ${args[0] ?? ''}`.trim(), `${out}${err ? `\n${err}` : ''}`),
+  );
 
   const managed: ManagedProcess = {
     child,
@@ -120,9 +126,23 @@ export function killGroup(managed: ManagedProcess): void {
   }
 }
 
-/** Teardown: stops every process a test started and did not stop itself. */
+const teardowns: Array<() => Promise<void>> = [];
+
+/**
+ * Work for stopAllProcesses() to do once every process is stopped: resetting a real cluster
+ * (its scenario's databases dropped) must wait until no worker can write to it any more.
+ */
+export function afterProcessesStop(teardown: () => Promise<void>): void {
+  teardowns.push(teardown);
+}
+
+/**
+ * Teardown: stops every process a test started and did not stop itself, then runs the work
+ * registered with afterProcessesStop().
+ */
 export async function stopAllProcesses(): Promise<void> {
   await Promise.all([...running].map((managed) => managed.stop()));
+  for (const teardown of teardowns.splice(0)) await teardown();
 }
 
 /**

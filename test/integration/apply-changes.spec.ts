@@ -1,4 +1,3 @@
-import { startReplicaSet } from '@sync/mongo-emulator';
 import { ChangeApplier } from '@sync/engine/apply';
 import {
   CatalogEventRouter,
@@ -15,11 +14,11 @@ import { MongoDocumentLookup } from '@sync/mongo/change-lookup';
 import { EXACT_BSON } from '@sync/mongo/exact-bson';
 import { BSON, Decimal128, Double, Int32, Long, type Document, type Timestamp } from 'bson';
 import { MongoClient } from 'mongodb';
+import { startTestCluster, type TestCluster } from '../helpers/clusters';
+import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 
 /** Test documents with any `_id` type. */
 type AnyDoc = { _id: unknown } & Document;
-
-type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
 
 /** Latest cluster time of a deployment (what the commit point is read as). */
 async function clusterTime(client: MongoClient): Promise<Timestamp> {
@@ -32,15 +31,15 @@ async function dump(client: MongoClient, db: string, coll: string): Promise<stri
   return docs.map((d: Document) => Buffer.from(BSON.serialize(d)).toString('hex'));
 }
 
-describe('change application against emulated replica sets', () => {
-  let source: Cluster;
-  let destination: Cluster;
+describeOn('replicaSets')('change application against replica sets', () => {
+  let source: TestCluster;
+  let destination: TestCluster;
   let src: MongoClient;
   let dst: MongoClient;
 
   beforeAll(async () => {
-    source = await startReplicaSet();
-    destination = await startReplicaSet();
+    source = await startTestCluster('source', { kind: 'replicaSet' });
+    destination = await startTestCluster('destination', { kind: 'replicaSet' });
     src = await new MongoClient(source.uri).connect();
     dst = await new MongoClient(destination.uri).connect();
   });
@@ -54,7 +53,7 @@ describe('change application against emulated replica sets', () => {
 
   it('replays CRUD and DDL from T0 so the destination equals the source byte for byte', async () => {
     const t0 = await clusterTime(src);
-    const db = src.db('shop');
+    const db = src.db(testDb('shop'));
     const c = db.collection<AnyDoc>('items');
     await db.createCollection('items');
     await c.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
@@ -84,8 +83,8 @@ describe('change application against emulated replica sets', () => {
     await db.createCollection('temp');
     await db.collection<AnyDoc>('temp').insertOne({ _id: 1, v: 'moved' });
     await db.collection<AnyDoc>('temp').rename('renamed');
-    await src.db('scratch').collection<AnyDoc>('gone').insertOne({ _id: 1 });
-    await src.db('scratch').dropDatabase();
+    await src.db(testDb('scratch')).collection<AnyDoc>('gone').insertOne({ _id: 1 });
+    await src.db(testDb('scratch')).dropDatabase();
     await db.collection<AnyDoc>('dropme').insertOne({ _id: 1 });
     await db.collection<AnyDoc>('dropme').drop();
     const commitPoint = await clusterTime(src);
@@ -141,18 +140,26 @@ describe('change application against emulated replica sets', () => {
       await running;
     }
 
-    expect(await dump(dst, 'shop', 'items')).toEqual(await dump(src, 'shop', 'items'));
-    expect(await dump(dst, 'shop', 'renamed')).toEqual(await dump(src, 'shop', 'renamed'));
-    const names = (await dst.db('shop').listCollections({}, { nameOnly: true }).toArray()).map(
-      (x) => x.name,
+    expect(await dump(dst, testDb('shop'), 'items')).toEqual(
+      await dump(src, testDb('shop'), 'items'),
     );
+    expect(await dump(dst, testDb('shop'), 'renamed')).toEqual(
+      await dump(src, testDb('shop'), 'renamed'),
+    );
+    const names = (
+      await dst.db(testDb('shop')).listCollections({}, { nameOnly: true }).toArray()
+    ).map((x) => x.name);
     expect(names.sort()).toEqual(['items', 'renamed']);
-    const indexes = await dst.db('shop').collection<AnyDoc>('items').listIndexes().toArray();
+    const indexes = await dst
+      .db(testDb('shop'))
+      .collection<AnyDoc>('items')
+      .listIndexes()
+      .toArray();
     expect(indexes.find((i) => i.name === 'sku_1')?.unique).toBeUndefined();
     // The catalog follows by UUID: the renamed collection under its new name, dropped ones gone,
     // the relaxed unique index recorded for commit — and the last DDL's position with it.
     const catalog = session.job.namespaces.map((n) => `${n.database}.${n.collection}`).sort();
-    expect(catalog).toEqual(['shop.items', 'shop.renamed']);
+    expect(catalog).toEqual(['shop.items', 'shop.renamed'].map(testNs));
     const items = session.job.namespaces.find((n) => n.collection === 'items')!;
     expect(items.relaxedIndexes.map((r) => r.name)).toEqual(['sku_1']);
     expect(session.job.ddlApplied).toBeDefined();

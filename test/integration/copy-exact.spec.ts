@@ -15,6 +15,7 @@ import {
 } from 'bson';
 import { MongoClient } from 'mongodb';
 import { startTestClusters, type TestClusters } from '../helpers/clusters';
+import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { baseRequest, copyWith, documentBytes, userNamespaces } from './copy-helpers';
 
 function everyType(i: number): Document {
@@ -62,7 +63,7 @@ const mixedIds: unknown[] = [
   new MaxKey(),
 ];
 
-describe('copy (integration, emulated replica sets)', () => {
+describeOn('replicaSets')('copy (integration, emulated or real replica sets)', () => {
   let clusters: TestClusters;
   let source: MongoClient;
   let destination: MongoClient;
@@ -80,7 +81,7 @@ describe('copy (integration, emulated replica sets)', () => {
   beforeEach(async () => clusters.reset());
 
   it('copies ≥10 collections across 3 databases exactly, with capped, view and relaxed indexes', async () => {
-    const dbs = ['alpha', 'beta', 'gamma'];
+    const dbs = ['alpha', 'beta', 'gamma'].map(testDb);
     for (const db of dbs) {
       for (let c = 0; c < 4; c++) {
         const docs = Array.from({ length: 60 }, (_, i) => ({ _id: i, ...everyType(i) }));
@@ -88,11 +89,11 @@ describe('copy (integration, emulated replica sets)', () => {
       }
     }
     await source
-      .db('alpha')
+      .db(testDb('alpha'))
       .collection<any>('mixed')
       .insertMany(mixedIds.map((_id, n) => ({ _id, n: new Int32(n) })));
     await source
-      .db('beta')
+      .db(testDb('beta'))
       .collection<any>('big')
       .insertMany(
         Array.from({ length: 2000 }, (_, i) => ({
@@ -100,20 +101,20 @@ describe('copy (integration, emulated replica sets)', () => {
           pad: 'x'.repeat(100),
         })),
       );
-    await source.db('gamma').createCollection('capped', { capped: true, size: 1 << 20 });
+    await source.db(testDb('gamma')).createCollection('capped', { capped: true, size: 1 << 20 });
     await source
-      .db('gamma')
+      .db(testDb('gamma'))
       .collection<any>('capped')
       .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: 1000 - i })));
-    await source.db('gamma').createCollection('validated', {
+    await source.db(testDb('gamma')).createCollection('validated', {
       validator: { $jsonSchema: { required: ['name'] } },
       validationLevel: 'moderate',
     });
-    await source.db('gamma').collection<any>('validated').insertOne({ _id: 1, name: 'ok' });
+    await source.db(testDb('gamma')).collection<any>('validated').insertOne({ _id: 1, name: 'ok' });
     await source
-      .db('alpha')
+      .db(testDb('alpha'))
       .command({ create: 'cheap', viewOn: 'types0', pipeline: [{ $match: { i32: { $lt: 5 } } }] });
-    const ix = source.db('alpha').collection<any>('types1');
+    const ix = source.db(testDb('alpha')).collection<any>('types1');
     await ix.createIndex({ i32: 1, 'order.alpha': 1 }, { unique: true, name: 'uniq' });
     await ix.createIndex({ i32: 1, dbl: -1 }, { name: 'compound' });
     await ix.createIndex({ date: 1 }, { expireAfterSeconds: 3600, name: 'ttl' });
@@ -131,7 +132,7 @@ describe('copy (integration, emulated replica sets)', () => {
     expect(progress.collectionCopy!.estimatedCopiedBytes).toBe(
       progress.collectionCopy!.estimatedTotalBytes,
     );
-    expect(progress.directionMapping!.Source).toMatch(/^cluster0: [\w.]+:\d+$/);
+    expect(progress.directionMapping!.Source).toMatch(/^cluster0: [\w.-]+:\d+$/);
     await job.close();
 
     expect(await userNamespaces(destination)).toEqual(await userNamespaces(source));
@@ -144,16 +145,27 @@ describe('copy (integration, emulated replica sets)', () => {
         docs: await documentBytes(source, db, coll, natural),
       });
     }
-    const [view] = await destination.db('alpha').listCollections({ name: 'cheap' }).toArray();
+    const [view] = await destination
+      .db(testDb('alpha'))
+      .listCollections({ name: 'cheap' })
+      .toArray();
     expect(view).toMatchObject({ type: 'view', options: { viewOn: 'types0' } });
     const [capped] = await destination
-      .db('gamma')
+      .db(testDb('gamma'))
       .listCollections({ name: 'capped' }, EXACT_BSON)
       .toArray();
     expect((capped as Document).options.capped).toBe(true);
 
-    const srcIx = await source.db('alpha').collection<any>('types1').listIndexes().toArray();
-    const dstIx = await destination.db('alpha').collection<any>('types1').listIndexes().toArray();
+    const srcIx = await source
+      .db(testDb('alpha'))
+      .collection<any>('types1')
+      .listIndexes()
+      .toArray();
+    const dstIx = await destination
+      .db(testDb('alpha'))
+      .collection<any>('types1')
+      .listIndexes()
+      .toArray();
     const byName = new Map(dstIx.map((i) => [i.name, i]));
     for (const s of srcIx) {
       const d = byName.get(s.name)!;
@@ -171,7 +183,7 @@ describe('copy (integration, emulated replica sets)', () => {
     expect(storedJob).toMatchObject({ _id: 'worker', state: 'RUNNING', phase: 'copied' });
     expect(JSON.stringify(storedJob)).not.toMatch(/mongodb:\/\//);
     const big = storedJob.namespaces.find(
-      (n: any) => n.database === 'beta' && n.collection === 'big',
+      (n: any) => n.database === testDb('beta') && n.collection === 'big',
     );
     expect(big).toMatchObject({ copy: 'done', type: 'collection' });
     expect(big.key).toMatch(/^[0-9a-f]{32}$/); // identified by the source collection's UUID
@@ -193,24 +205,25 @@ describe('copy (integration, emulated replica sets)', () => {
       'crm.leads',
       'logs.app',
     ]) {
-      const [db, coll] = ns.split('.') as [string, string];
+      const [db, coll] = testNs(ns).split('.') as [string, string];
       await source.db(db).collection<any>(coll).insertOne({ _id: 1 });
     }
     await copyWith(clusters.sourceUri, clusters.destinationUri, {
       ...baseRequest,
       includeNamespaces: [
-        { database: 'shop', collectionsRegex: { pattern: '^(orders|invoices)', options: 'i' } },
-        { database: 'crm', collections: ['people', 'leads'] },
+        {
+          database: testDb('shop'),
+          collectionsRegex: { pattern: '^(orders|invoices)', options: 'i' },
+        },
+        { database: testDb('crm'), collections: ['people', 'leads'] },
       ],
       excludeNamespaces: [
-        { database: 'shop', collectionsRegex: { pattern: '_old$' } },
-        { database: 'crm', collections: ['leads'] },
+        { database: testDb('shop'), collectionsRegex: { pattern: '_old$' } },
+        { database: testDb('crm'), collections: ['leads'] },
       ],
     }).then((job) => job.close());
-    expect(await userNamespaces(destination)).toEqual([
-      'crm.people',
-      'shop.Invoices',
-      'shop.orders',
-    ]);
+    expect(await userNamespaces(destination)).toEqual(
+      ['crm.people', 'shop.Invoices', 'shop.orders'].map(testNs).sort(),
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { Int32, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
+import { describeOn, emulatorOnly, testDb } from '../helpers/real-clusters';
 import {
   commitAndWait,
   engineFor,
@@ -15,14 +16,14 @@ type AnyDoc = { _id: unknown } & Document;
 const USER_WRITES_BLOCKED = 371; // UserWritesBlocked (error_codes.yml)
 
 async function seedItems(c: AuthClusters, count: number): Promise<void> {
-  const items = c.appSrc.db('shop').collection<AnyDoc>('items');
+  const items = c.appSrc.db(testDb('shop')).collection<AnyDoc>('items');
   await items.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
   await items.insertMany(
     Array.from({ length: count }, (_, i) => ({ _id: new Int32(i), sku: `sku-${i}`, v: 0 })),
   );
 }
 
-describe('T0, commit and reverse safety (authentication on)', () => {
+describeOn('replicaSets')('T0, commit and reverse safety (authentication on)', () => {
   let c: AuthClusters;
   const jobs: SyncJob[] = [];
 
@@ -31,47 +32,50 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     await c.close();
   });
 
-  it('a write acknowledged before T0 but majority-committed late is copied', async () => {
-    c = await startAuthClusters();
-    await seedItems(c, 200);
-    const admin = c.src.db('admin');
-    // The majority snapshot freezes: a w:1 write is acknowledged but not majority-committed.
-    await admin.command({ configureFailPoint: 'disableSnapshotting', mode: 'alwaysOn' });
-    await c.appSrc
-      .db('shop')
-      .collection<AnyDoc>('items')
-      .insertOne({ _id: 'late', sku: 'late', v: 1 }, { writeConcern: { w: 1 } });
-    // A later write moves the cluster time on: T0 is then strictly after 'late' (a change stream
-    // from T0 does not hold it; only a copy that waits for the majority snapshot can).
-    await c.appSrc
-      .db('shop')
-      .collection<AnyDoc>('other')
-      .insertOne({ _id: 1 }, { writeConcern: { w: 1 } });
-    const job = await engineFor(c);
-    jobs.push(job);
-    await job.start(request()); // T0 is after the write
-    // Give the copy every chance to finish on the frozen snapshot (it must not: it reads
-    // causally after T0, so it waits for the majority snapshot to reach T0).
-    const deadline = Date.now() + 3000;
-    while (Date.now() < deadline && job.progress().info === 'collection copy') {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await admin.command({ configureFailPoint: 'disableSnapshotting', mode: 'off' });
-    // The snapshot moves on at the next oplog entry (as on mongod).
-    await c.appSrc.db('shop').collection<AnyDoc>('other').insertOne({ _id: 2 });
-    await commitAndWait(job);
-    await expectEqualClusters(c);
-    expect(
-      await c.dst
-        .db('shop')
-        .collection<Document>('items')
-        .findOne({ _id: 'late' } as Document),
-    ).toEqual({
-      _id: 'late',
-      sku: 'late',
-      v: 1,
-    });
-  });
+  emulatorOnly('freezes the majority snapshot with the disableSnapshotting fail point')(
+    'a write acknowledged before T0 but majority-committed late is copied',
+    async () => {
+      c = await startAuthClusters();
+      await seedItems(c, 200);
+      const admin = c.src.db('admin');
+      // The majority snapshot freezes: a w:1 write is acknowledged but not majority-committed.
+      await admin.command({ configureFailPoint: 'disableSnapshotting', mode: 'alwaysOn' });
+      await c.appSrc
+        .db(testDb('shop'))
+        .collection<AnyDoc>('items')
+        .insertOne({ _id: 'late', sku: 'late', v: 1 }, { writeConcern: { w: 1 } });
+      // A later write moves the cluster time on: T0 is then strictly after 'late' (a change stream
+      // from T0 does not hold it; only a copy that waits for the majority snapshot can).
+      await c.appSrc
+        .db(testDb('shop'))
+        .collection<AnyDoc>('other')
+        .insertOne({ _id: 1 }, { writeConcern: { w: 1 } });
+      const job = await engineFor(c);
+      jobs.push(job);
+      await job.start(request()); // T0 is after the write
+      // Give the copy every chance to finish on the frozen snapshot (it must not: it reads
+      // causally after T0, so it waits for the majority snapshot to reach T0).
+      const deadline = Date.now() + 3000;
+      while (Date.now() < deadline && job.progress().info === 'collection copy') {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await admin.command({ configureFailPoint: 'disableSnapshotting', mode: 'off' });
+      // The snapshot moves on at the next oplog entry (as on mongod).
+      await c.appSrc.db(testDb('shop')).collection<AnyDoc>('other').insertOne({ _id: 2 });
+      await commitAndWait(job);
+      await expectEqualClusters(c);
+      expect(
+        await c.dst
+          .db(testDb('shop'))
+          .collection<Document>('items')
+          .findOne({ _id: 'late' } as Document),
+      ).toEqual({
+        _id: 'late',
+        sku: 'late',
+        v: 1,
+      });
+    },
+  );
 
   it('a unique index that cannot be restored fails the commit step by name; commit again retries it', async () => {
     c = await startAuthClusters();
@@ -82,7 +86,10 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
     // Someone wrote to the destination during the sync (root bypasses write blocking): a
     // document the source does not have, duplicating a unique key.
-    await c.dst.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'stray', sku: 'sku-1' });
+    await c.dst
+      .db(testDb('shop'))
+      .collection<AnyDoc>('items')
+      .insertOne({ _id: 'stray', sku: 'sku-1' });
     await job.commit();
     await waitFor(
       () => job.progress().commitFailure !== undefined,
@@ -103,11 +110,11 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     // The source stays blocked, and says so; the operator removes the stray document and retries.
     expect(
       await writeError(() =>
-        c.appSrc.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'x' }),
+        c.appSrc.db(testDb('shop')).collection<AnyDoc>('items').insertOne({ _id: 'x' }),
       ),
     ).toBe(USER_WRITES_BLOCKED);
     await c.dst
-      .db('shop')
+      .db(testDb('shop'))
       .collection<Document>('items')
       .deleteOne({ _id: 'stray' } as Document);
     await job.commit();
@@ -119,7 +126,7 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     );
     expect(job.progress().commitFailure).toBeUndefined();
     await expectEqualClusters(c);
-    const sku = (await c.dst.db('shop').collection('items').listIndexes().toArray()).find(
+    const sku = (await c.dst.db(testDb('shop')).collection('items').listIndexes().toArray()).find(
       (i) => i.name === 'sku_1',
     );
     expect(sku?.unique).toBe(true);
@@ -136,7 +143,7 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit after reverse');
     // The application now writes to the old destination: pairs of documents swap their unique
     // values through a temporary one, events that collide if applied out of order.
-    const items = c.appDst.db('shop').collection<AnyDoc>('items');
+    const items = c.appDst.db(testDb('shop')).collection<AnyDoc>('items');
     for (let i = 0; i < 100; i += 2) {
       const [a, b] = [new Int32(i), new Int32(i + 1)];
       await items.updateOne({ _id: a }, { $set: { sku: `tmp-${i}` } });
@@ -146,7 +153,7 @@ describe('T0, commit and reverse safety (authentication on)', () => {
     await commitAndWait(job);
     expect(job.progress().failure).toBeUndefined();
     await expectEqualClusters(c);
-    const sku = (await c.src.db('shop').collection('items').listIndexes().toArray()).find(
+    const sku = (await c.src.db(testDb('shop')).collection('items').listIndexes().toArray()).find(
       (i) => i.name === 'sku_1',
     );
     expect(sku?.unique).toBe(true);

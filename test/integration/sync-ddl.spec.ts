@@ -1,5 +1,6 @@
 import { Int32, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
+import { describeOn, testDb } from '../helpers/real-clusters';
 import {
   commitAndWait,
   crashableEngine,
@@ -22,7 +23,7 @@ async function fill(c: AuthClusters, coll: string, count: number, tag = coll): P
   }));
   for (let i = 0; i < docs.length; i += 500) {
     await c.appSrc
-      .db('shop')
+      .db(testDb('shop'))
       .collection<AnyDoc>(coll)
       .insertMany(docs.slice(i, i + 500));
   }
@@ -30,16 +31,16 @@ async function fill(c: AuthClusters, coll: string, count: number, tag = coll): P
 
 async function origins(c: AuthClusters, coll: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const d of await c.dst.db('shop').collection<AnyDoc>(coll).find().toArray()) {
+  for (const d of await c.dst.db(testDb('shop')).collection<AnyDoc>(coll).find().toArray()) {
     out[String(d.origin)] = (out[String(d.origin)] ?? 0) + 1;
   }
   return out;
 }
 
 const rename = (c: AuthClusters, from: string, to: string, dropTarget = false) =>
-  c.src.db('shop').collection(from).rename(to, { dropTarget });
+  c.src.db(testDb('shop')).collection(from).rename(to, { dropTarget });
 
-describe('DDL by collection UUID, exactly once (authentication on)', () => {
+describeOn('replicaSets')('DDL by collection UUID, exactly once (authentication on)', () => {
   let c: AuthClusters;
   const jobs: SyncJob[] = [];
 
@@ -58,13 +59,19 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     // Listed already (start returned): the swap happens while the copy reads.
     await rename(c, 'A', 'A_old');
     await rename(c, 'C', 'A');
-    await c.appSrc.db('shop').collection<AnyDoc>('A').insertOne({ _id: 'new', origin: 'C' });
-    await c.appSrc.db('shop').collection<AnyDoc>('A_old').insertOne({ _id: 'new', origin: 'A' });
+    await c.appSrc
+      .db(testDb('shop'))
+      .collection<AnyDoc>('A')
+      .insertOne({ _id: 'new', origin: 'C' });
+    await c.appSrc
+      .db(testDb('shop'))
+      .collection<AnyDoc>('A_old')
+      .insertOne({ _id: 'new', origin: 'A' });
     await commitAndWait(job);
     await expectEqualClusters(c);
     expect(await origins(c, 'A')).toEqual({ C: 1501 });
     expect(await origins(c, 'A_old')).toEqual({ A: 3001 });
-    const names = await c.dst.db('shop').listCollections({}, { nameOnly: true }).toArray();
+    const names = await c.dst.db(testDb('shop')).listCollections({}, { nameOnly: true }).toArray();
     expect(names.map((n) => n.name).sort()).toEqual(['A', 'A_old']);
   });
 
@@ -76,7 +83,7 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     jobs.push(job);
     await job.start(request());
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
-    const shop = c.appSrc.db('shop');
+    const shop = c.appSrc.db(testDb('shop'));
     await shop.collection<AnyDoc>('A').updateMany({}, { $set: { before: true } });
     await rename(c, 'A', 'A_old');
     await rename(c, 'C', 'A');
@@ -95,9 +102,9 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     jobs.push(job);
     await job.start(request());
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
-    const shop = c.appSrc.db('shop');
+    const shop = c.appSrc.db(testDb('shop'));
     await shop.collection<AnyDoc>('A').updateMany({}, { $set: { touched: 1 } });
-    await c.src.db('shop').collection('A').drop();
+    await c.src.db(testDb('shop')).collection('A').drop();
     await fill(c, 'A', 200, 'second');
     await shop.collection<AnyDoc>('A').updateMany({}, { $set: { touched: 2 } });
     await commitAndWait(job);
@@ -112,16 +119,18 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     const first = await crashableEngine(c);
     jobs.push(first.job);
     await first.job.start(request());
-    const a = c.src.db('shop').collection('A');
+    const a = c.src.db(testDb('shop')).collection('A');
     // While the copy runs: an index defined, modified, dropped and redefined differently; a
     // collection whose index is built and then the collection itself dropped.
     await a.createIndex({ k: 1 }, { name: 'k_1', unique: true, sparse: true });
-    await c.src.db('shop').command({ collMod: 'A', index: { name: 'k_1', hidden: true } });
+    await c.src.db(testDb('shop')).command({ collMod: 'A', index: { name: 'k_1', hidden: true } });
     await a.dropIndex('k_1');
     await a.createIndex({ k: -1, z: 1 }, { name: 'k_1', sparse: true });
-    await c.src.db('shop').command({ collMod: 'A', validator: { origin: { $type: 'string' } } });
-    await c.src.db('shop').collection('B').createIndex({ w: 1 }, { name: 'w_1' });
-    await c.src.db('shop').collection('B').drop();
+    await c.src
+      .db(testDb('shop'))
+      .command({ collMod: 'A', validator: { origin: { $type: 'string' } } });
+    await c.src.db(testDb('shop')).collection('B').createIndex({ w: 1 }, { name: 'w_1' });
+    await c.src.db(testDb('shop')).collection('B').drop();
     await waitFor(() => first.job.progress().canCommit === true, 30_000, 'canCommit');
     await first.crash(); // the resume point may be behind every one of those DDL events
     await a.createIndex({ q: 1 }, { name: 'q_1', expireAfterSeconds: 60 });
@@ -129,13 +138,16 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     jobs.push(second);
     await commitAndWait(second);
     await expectEqualClusters(c);
-    const indexes = await c.dst.db('shop').collection('A').listIndexes().toArray();
+    const indexes = await c.dst.db(testDb('shop')).collection('A').listIndexes().toArray();
     expect(indexes.find((i) => i.name === 'k_1')).toMatchObject({
       key: { k: -1, z: 1 },
       sparse: true,
     });
     expect(indexes.find((i) => i.name === 'q_1')).toMatchObject({ expireAfterSeconds: 60 });
-    const collections = await c.dst.db('shop').listCollections({}, { nameOnly: true }).toArray();
+    const collections = await c.dst
+      .db(testDb('shop'))
+      .listCollections({}, { nameOnly: true })
+      .toArray();
     expect(collections.map((x) => x.name)).toEqual(['A']);
   });
 
@@ -146,12 +158,14 @@ describe('DDL by collection UUID, exactly once (authentication on)', () => {
     const job = await engineFor(c);
     jobs.push(job);
     await job.start(
-      request({ includeNamespaces: [{ database: 'shop', collections: ['items', 'moved'] }] }),
+      request({
+        includeNamespaces: [{ database: testDb('shop'), collections: ['items', 'moved'] }],
+      }),
     );
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
     await rename(c, 'staging', 'moved');
     await c.appSrc
-      .db('shop')
+      .db(testDb('shop'))
       .collection<AnyDoc>('moved')
       .insertOne({ _id: 'late', origin: 'staging' });
     // canCommit may still be true for a moment (the rename not yet read): the commit must then

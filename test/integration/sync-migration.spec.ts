@@ -1,5 +1,6 @@
 import { Decimal128, Double, Int32, Long, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
+import { describeOn, testDb } from '../helpers/real-clusters';
 import {
   commitAndWait,
   engineFor,
@@ -15,7 +16,7 @@ type AnyDoc = { _id: unknown } & Document;
 const USER_WRITES_BLOCKED = 371; // UserWritesBlocked (error_codes.yml)
 
 async function seed(c: AuthClusters): Promise<void> {
-  const shop = c.appSrc.db('shop');
+  const shop = c.appSrc.db(testDb('shop'));
   await shop.createCollection('items');
   const items = shop.collection<AnyDoc>('items');
   await items.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
@@ -35,14 +36,14 @@ async function seed(c: AuthClusters): Promise<void> {
     })),
   );
   await c.appSrc
-    .db('crm')
+    .db(testDb('crm'))
     .collection<AnyDoc>('people')
     .insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: `p${i}`, v: i })));
 }
 
 /** A mixed application workload on the source (the app user). */
 async function workload(c: AuthClusters, round: number, from: number, to: number): Promise<void> {
-  const items = c.appSrc.db('shop').collection<AnyDoc>('items');
+  const items = c.appSrc.db(testDb('shop')).collection<AnyDoc>('items');
   for (let i = from; i < to; i++) {
     const _id = new Int32(i);
     switch (i % 9) {
@@ -88,7 +89,7 @@ async function workload(c: AuthClusters, round: number, from: number, to: number
   await items.insertOne({ _id: new Int32(10_000 + round), sku: `new-${round}`, round });
 }
 
-describe('replica set → replica set sync (authentication on)', () => {
+describeOn('replicaSets')('replica set → replica set sync (authentication on)', () => {
   let c: AuthClusters;
   let job: SyncJob | null = null;
 
@@ -112,7 +113,7 @@ describe('replica set → replica set sync (authentication on)', () => {
     await waitFor(async () => {
       const code = await writeError(() =>
         c.appDst
-          .db('shop')
+          .db(testDb('shop'))
           .collection<AnyDoc>('items')
           .insertOne({ _id: 'intruder', sku: 'intruder' }),
       );
@@ -121,16 +122,16 @@ describe('replica set → replica set sync (authentication on)', () => {
     await waitFor(() => job!.progress().info === 'change event application', 30_000, 'copy');
     // writes and DDL after the copy
     await workload(c, 2, 300, 600);
-    const shop = c.appSrc.db('shop');
+    const shop = c.appSrc.db(testDb('shop'));
     await shop.createCollection('fresh');
     await shop.collection<AnyDoc>('fresh').insertMany([{ _id: 1 }, { _id: 2, x: new Int32(2) }]);
     await shop.collection<AnyDoc>('fresh').createIndex({ x: 1 }, { unique: true, name: 'x_1' });
     await shop.collection<AnyDoc>('fresh').rename('renamed');
-    await c.appSrc.db('crm').collection<AnyDoc>('people').rename('contacts');
+    await c.appSrc.db(testDb('crm')).collection<AnyDoc>('people').rename('contacts');
     await shop.collection<AnyDoc>('scratch').insertOne({ _id: 1 });
     await shop.collection<AnyDoc>('scratch').drop();
-    await c.appSrc.db('tmp').collection<AnyDoc>('t').insertOne({ _id: 1 });
-    await c.src.db('tmp').dropDatabase(); // dropDatabase needs more than readWriteAnyDatabase
+    await c.appSrc.db(testDb('tmp')).collection<AnyDoc>('t').insertOne({ _id: 1 });
+    await c.src.db(testDb('tmp')).dropDatabase(); // dropDatabase needs more than readWriteAnyDatabase
 
     await waitFor(() => job!.progress().canCommit === true, 30_000, 'canCommit');
     const running = job.progress();
@@ -148,19 +149,25 @@ describe('replica set → replica set sync (authentication on)', () => {
       canCommit: false,
     });
     await expectEqualClusters(c);
-    const unique = await c.dst.db('shop').collection('items').listIndexes().toArray();
+    const unique = await c.dst.db(testDb('shop')).collection('items').listIndexes().toArray();
     expect(unique.find((i) => i.name === 'sku_1')?.unique).toBe(true);
     expect(unique.find((i) => i.name === 'tag_1')?.hidden).toBe(true);
 
     // after commit: the source refuses application writes, the destination accepts them
     expect(
       await writeError(() =>
-        c.appSrc.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'late', sku: 'late' }),
+        c.appSrc
+          .db(testDb('shop'))
+          .collection<AnyDoc>('items')
+          .insertOne({ _id: 'late', sku: 'late' }),
       ),
     ).toBe(USER_WRITES_BLOCKED);
     expect(
       await writeError(() =>
-        c.appDst.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'late', sku: 'late' }),
+        c.appDst
+          .db(testDb('shop'))
+          .collection<AnyDoc>('items')
+          .insertOne({ _id: 'late', sku: 'late' }),
       ),
     ).toBeNull();
     await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
@@ -196,31 +203,31 @@ describe('replica set → replica set sync (authentication on)', () => {
       info: 'change event application',
     });
     // the application now writes to the old destination; the old source stays blocked for it
-    const items = c.appDst.db('shop').collection<AnyDoc>('items');
+    const items = c.appDst.db(testDb('shop')).collection<AnyDoc>('items');
     await items.updateOne({ _id: new Int32(10) }, { $set: { back: true } });
     await items.insertOne({ _id: 'reverse-1', sku: 'rev-1', v: new Int32(1) });
     await items.deleteOne({ _id: new Int32(11) });
     expect(
       await writeError(() =>
-        c.appSrc.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'x', sku: 'x' }),
+        c.appSrc.db(testDb('shop')).collection<AnyDoc>('items').insertOne({ _id: 'x', sku: 'x' }),
       ),
     ).toBe(USER_WRITES_BLOCKED);
     await commitAndWait(job);
     await expectEqualClusters(c);
     expect(
       await c.src
-        .db('shop')
+        .db(testDb('shop'))
         .collection('items')
         .findOne({ _id: 'reverse-1' as never }),
     ).not.toBeNull();
     expect(
       await writeError(() =>
-        c.appSrc.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'y', sku: 'y' }),
+        c.appSrc.db(testDb('shop')).collection<AnyDoc>('items').insertOne({ _id: 'y', sku: 'y' }),
       ),
     ).toBeNull();
     expect(
       await writeError(() =>
-        c.appDst.db('shop').collection<AnyDoc>('items').insertOne({ _id: 'z', sku: 'z' }),
+        c.appDst.db(testDb('shop')).collection<AnyDoc>('items').insertOne({ _id: 'z', sku: 'z' }),
       ),
     ).toBe(USER_WRITES_BLOCKED);
     await c.dst.db('admin').command({ setUserWriteBlockMode: 1, global: false });

@@ -1,5 +1,6 @@
 import { Int32, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
+import { describeOn, emulatorOnly, testDb } from '../helpers/real-clusters';
 import {
   commitAndWait,
   crashableEngine,
@@ -14,7 +15,7 @@ import {
 type AnyDoc = { _id: unknown } & Document;
 
 async function seed(c: AuthClusters, count = 2000): Promise<void> {
-  const items = c.appSrc.db('shop').collection<AnyDoc>('items');
+  const items = c.appSrc.db(testDb('shop')).collection<AnyDoc>('items');
   await items.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
   for (let i = 0; i < count; i += 500) {
     await items.insertMany(
@@ -29,7 +30,7 @@ async function seed(c: AuthClusters, count = 2000): Promise<void> {
 }
 
 async function churn(c: AuthClusters, round: number, count: number): Promise<void> {
-  const items = c.appSrc.db('shop').collection<AnyDoc>('items');
+  const items = c.appSrc.db(testDb('shop')).collection<AnyDoc>('items');
   for (let i = 0; i < count; i++) {
     const _id = new Int32((i * 7 + round * 13) % 2000);
     if (i % 10 === 9) await items.deleteOne({ _id });
@@ -37,7 +38,7 @@ async function churn(c: AuthClusters, round: number, count: number): Promise<voi
   }
 }
 
-describe('crash safety and loud failures (authentication on)', () => {
+describeOn('replicaSets')('crash safety and loud failures (authentication on)', () => {
   let c: AuthClusters;
   const jobs: SyncJob[] = [];
 
@@ -88,28 +89,33 @@ describe('crash safety and loud failures (authentication on)', () => {
     await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
   });
 
-  it('history lost while paused fails the sync loudly (progress, onFatal) and never skips', async () => {
-    c = await startAuthClusters(100);
-    await seed(c, 500);
-    const fatal: Error[] = [];
-    const job = await engineFor(c, fatal);
-    jobs.push(job);
-    await job.start(request({ enableUserWriteBlocking: false }));
-    await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
-    await job.pause();
-    await churn(c, 1, 400); // far more than the source keeps
-    await job.resume();
-    await waitFor(() => fatal.length > 0, 20_000, 'a fatal failure');
-    expect(fatal[0]!.name).toBe('HistoryLostError');
-    const progress = job.progress();
-    expect(progress).toMatchObject({ error: 'HistoryLost', canCommit: false });
-    expect(String(progress.failure)).toMatch(/history/i);
-    await expect(job.commit()).rejects.toMatchObject({ error: 'CommitNotReady' });
-    // persisted: a restarted worker shows the failure instead of resuming past lost events
-    await job.close();
-    jobs.pop();
-    const again = await engineFor(c);
-    jobs.push(again);
-    expect(again.progress()).toMatchObject({ error: 'HistoryLost', canCommit: false });
-  });
+  emulatorOnly(
+    "a change history of 100 entries (the emulator's historySize; mongod sizes its oplog in MB)",
+  )(
+    'history lost while paused fails the sync loudly (progress, onFatal) and never skips',
+    async () => {
+      c = await startAuthClusters(100);
+      await seed(c, 500);
+      const fatal: Error[] = [];
+      const job = await engineFor(c, fatal);
+      jobs.push(job);
+      await job.start(request({ enableUserWriteBlocking: false }));
+      await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
+      await job.pause();
+      await churn(c, 1, 400); // far more than the source keeps
+      await job.resume();
+      await waitFor(() => fatal.length > 0, 20_000, 'a fatal failure');
+      expect(fatal[0]!.name).toBe('HistoryLostError');
+      const progress = job.progress();
+      expect(progress).toMatchObject({ error: 'HistoryLost', canCommit: false });
+      expect(String(progress.failure)).toMatch(/history/i);
+      await expect(job.commit()).rejects.toMatchObject({ error: 'CommitNotReady' });
+      // persisted: a restarted worker shows the failure instead of resuming past lost events
+      await job.close();
+      jobs.pop();
+      const again = await engineFor(c);
+      jobs.push(again);
+      expect(again.progress()).toMatchObject({ error: 'HistoryLost', canCommit: false });
+    },
+  );
 });

@@ -1,5 +1,6 @@
 import { Double, Int32, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
+import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import {
   commitAndWait,
   crashableEngine,
@@ -16,7 +17,7 @@ type AnyDoc = { _id: unknown } & Document;
 const VERIFY_TUNING = { verification: { recheckMs: 200 } };
 
 async function seed(c: AuthClusters, names: string[]): Promise<void> {
-  const shop = c.appSrc.db('shop');
+  const shop = c.appSrc.db(testDb('shop'));
   for (const name of names) {
     await shop.collection<AnyDoc>(name).insertMany(
       Array.from({ length: 120 }, (_, i) => ({
@@ -41,7 +42,7 @@ async function commitFailure(job: SyncJob): Promise<Record<string, unknown>> {
   return job.progress();
 }
 
-describe('embedded verifier (authentication on)', () => {
+describeOn('replicaSets')('embedded verifier (authentication on)', () => {
   let c: AuthClusters;
   const jobs: SyncJob[] = [];
 
@@ -78,7 +79,7 @@ describe('embedded verifier (authentication on)', () => {
     ).toEqual(names.map(() => 'verified'));
 
     // Behind the sync's back (root bypasses the destination's write blocking):
-    const dst = c.dst.db('shop');
+    const dst = c.dst.db(testDb('shop'));
     await dst
       .collection<AnyDoc>('altered')
       .updateOne({ _id: new Int32(7) }, { $set: { sku: 'x' } });
@@ -111,17 +112,21 @@ describe('embedded verifier (authentication on)', () => {
       ['reordered', '{"$numberInt":"9"}'],
       ['retyped', '{"$numberInt":"10"}'],
     ]) {
-      expect(message).toContain(`shop.${namespace}: `);
+      expect(message).toContain(`${testNs(`shop.${namespace}`)}: `);
       expect(message).toContain(`_id ${id}`);
     }
-    expect(message).toMatch(/shop\.missing: document count differs: source 120, destination 119/);
-    expect(message).toMatch(/shop\.extra: document count differs: source 120, destination 121/);
-    expect(message).toContain('shop.indexed: index n_1 missing on destination');
-    expect(message).not.toContain('shop.intact');
+    expect(message).toContain(
+      `${testNs('shop.missing')}: document count differs: source 120, destination 119`,
+    );
+    expect(message).toContain(
+      `${testNs('shop.extra')}: document count differs: source 120, destination 121`,
+    );
+    expect(message).toContain(`${testNs('shop.indexed')}: index n_1 missing on destination`);
+    expect(message).not.toContain(testNs('shop.intact'));
     const samples = (
       failed.verification as { samples: Array<{ namespace: string; ids: string[] }> }
     ).samples;
-    expect(samples.find((s) => s.namespace === 'shop.missing')?.ids).toEqual([
+    expect(samples.find((s) => s.namespace === testNs('shop.missing'))?.ids).toEqual([
       '{"$numberInt":"8"}',
     ]);
     // The destination stays closed: the commit is not COMMITTED.
@@ -140,7 +145,7 @@ describe('embedded verifier (authentication on)', () => {
       onCommitStep: async (step) => {
         if (step !== 'indexesRestored' || !tamper) return;
         tamper = false;
-        const items = c.dst.db('shop').collection('indexed');
+        const items = c.dst.db(testDb('shop')).collection('indexed');
         await items.dropIndex('sku_1');
         await items.createIndex({ sku: 1 }, { name: 'sku_1' });
       },
@@ -156,10 +161,10 @@ describe('embedded verifier (authentication on)', () => {
       commitFailure: { step: 'verified', error: 'VerificationFailed' },
     });
     expect(String((failed.commitFailure as { message: string }).message)).toContain(
-      'shop.indexed: index sku_1 differs',
+      `${testNs('shop.indexed')}: index sku_1 differs`,
     );
     // The operator restores the index and retries: the verification runs again and passes.
-    const items = c.dst.db('shop').collection('indexed');
+    const items = c.dst.db(testDb('shop')).collection('indexed');
     await items.dropIndex('sku_1');
     await items.createIndex({ sku: 1 }, { name: 'sku_1', unique: true });
     await job.commit();
@@ -187,7 +192,7 @@ describe('embedded verifier (authentication on)', () => {
     expect(job.progress().verification).toMatchObject({ phase: 'disabled' });
     // Tampered before the commit: nothing checks it.
     await c.dst
-      .db('shop')
+      .db(testDb('shop'))
       .collection<AnyDoc>('altered')
       .updateOne({ _id: new Int32(7) }, { $set: { sku: 'x' } });
     await commitAndWait(job);

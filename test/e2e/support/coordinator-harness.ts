@@ -1,6 +1,8 @@
 import { createServer, createConnection } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { ensureBuilt, spawnProcess, type ManagedProcess } from '../../helpers/processes';
+import { recordOutput } from '../../helpers/leak-ledger';
+import { testDb, testNs } from '../../helpers/real-clusters';
 import { EMULATOR, WORKER, WorkerApi, sleep, type ApiResult } from './harness';
 
 /**
@@ -134,7 +136,9 @@ export async function postCommand(
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(120_000),
   });
-  return { status: response.status, body: (await response.json()) as ApiResult['body'] };
+  const text = await response.text();
+  recordOutput(`response ${new URL(response.url).pathname}`, text);
+  return { status: response.status, body: JSON.parse(text) as ApiResult['body'] };
 }
 
 /**
@@ -188,32 +192,35 @@ export function receivedCount(worker: StartedApp, commandId: string): number {
 
 type AnyDoc = { _id: unknown } & Record<string, unknown>;
 
-/** A small sharded dataset: a hashed and a range sharded collection, and an unsharded one. */
+/**
+ * A small sharded dataset: a hashed and a range sharded collection, and an unsharded one, in the
+ * databases `app` and `crm` of the scenario (testDb).
+ */
 export async function loadShardedSource(
   source: MongoClient,
   perCollection: number,
 ): Promise<number> {
   const admin = source.db('admin');
-  await source.db('crm').collection<AnyDoc>('notes').insertOne({ _id: -1, body: 'first' });
-  await admin.command({ shardCollection: 'app.users', key: { uid: 'hashed' } });
-  await admin.command({ shardCollection: 'app.orders', key: { region: 1, _id: 1 } });
+  await source.db(testDb('crm')).collection<AnyDoc>('notes').insertOne({ _id: -1, body: 'first' });
+  await admin.command({ shardCollection: testNs('app.users'), key: { uid: 'hashed' } });
+  await admin.command({ shardCollection: testNs('app.orders'), key: { region: 1, _id: 1 } });
   const regions = ['ap', 'eu', 'us'];
   for (let start = 0; start < perCollection; start += 1_000) {
     const n = Math.min(1_000, perCollection - start);
     const ids = Array.from({ length: n }, (_, k) => start + k);
     await source
-      .db('app')
+      .db(testDb('app'))
       .collection<AnyDoc>('users')
       .insertMany(ids.map((i) => ({ _id: i, uid: `u${i}`, name: `user ${i}`, score: i * 1.5 })));
     await source
-      .db('app')
+      .db(testDb('app'))
       .collection<AnyDoc>('orders')
       .insertMany(ids.map((i) => ({ _id: i, region: regions[i % 3], total: i % 97 })));
     await source
-      .db('crm')
+      .db(testDb('crm'))
       .collection<AnyDoc>('notes')
       .insertMany(ids.map((i) => ({ _id: i, body: `note ${i}`, tags: i % 2 ? ['x'] : [] })));
   }
-  await admin.command({ split: 'app.orders', middle: { region: 'm', _id: 0 } });
+  await admin.command({ split: testNs('app.orders'), middle: { region: 'm', _id: 0 } });
   return perCollection * 3 + 1;
 }

@@ -1,14 +1,32 @@
 import { MongoClient, MongoServerError, type Document } from 'mongodb';
 import { withCredentials } from '../../../scripts/lib/processes';
 import {
+  afterProcessesStop,
   ensureBuilt,
   spawnProcess,
   startEmulatorReplicaSet,
   type ManagedProcess,
 } from '../../helpers/processes';
+import { recordOutput } from '../../helpers/leak-ledger';
+import {
+  checkShardCount,
+  credentialsOf,
+  ensureUsers,
+  listRealShards,
+  resetRealCluster,
+  withoutCredentials,
+} from '../../helpers/real-cluster-admin';
+import {
+  nextScenario,
+  onRealClusters,
+  realReplicaSets,
+  realShardedClusters,
+  type RealClusterPair,
+} from '../../helpers/real-clusters';
 
 /**
- * Shared pieces of the end-to-end suites: the BUILT emulator and worker as processes, a small
+ * Shared pieces of the end-to-end suites: the BUILT emulator and worker as processes (or the real
+ * clusters test/helpers/real-clusters.ts names: SYNC_TEST_SOURCE_URI and the others), a small
  * HTTP client for /api/v1 that polls instead of sleeping, and MongoDB clients that are closed in
  * teardown. Nothing here reaches into the engine: the worker is driven over HTTP only.
  */
@@ -36,19 +54,37 @@ export const AUTH_USERS = [
 ];
 
 export interface Cluster {
-  /** Connection string without credentials. */
+  /**
+   * The cluster's own connection string: an emulator's has no credentials (with `auth` it can
+   * do nothing); a real cluster's is the one given, with its root user.
+   */
   uri: string;
-  process: ManagedProcess;
-  /** Connection string for `user` (authSource=admin); the bare uri when auth is off. */
+  /** The emulator's process; none for a real cluster. */
+  process?: ManagedProcess;
+  /** Connection string for `user` (authSource=admin); `uri` without a user. */
   uriFor(user?: User): string;
 }
 
+/**
+ * A replica set for a scenario: an emulated one started as a process, or — on real clusters —
+ * the one SYNC_TEST_SOURCE_URI or SYNC_TEST_DESTINATION_URI names, chosen by `name` (ending in
+ * `source`/`src` or `destination`/`dst`), reset for the scenario, with the suites' users
+ * (SYNCER, APP) created, and reset again by stopAllProcesses().
+ */
 export async function startCluster(
   name: string,
   auth: boolean,
-  /** Change history the emulator keeps (entries); small values make history loss testable. */
+  /** Change history the emulator keeps (entries): an emulator-only knob, refused on real clusters. */
   history?: number,
 ): Promise<Cluster> {
+  if (onRealClusters()) {
+    if (history !== undefined) {
+      throw new Error(
+        'history is an emulator-only knob: declare the test with emulatorOnly(reason)',
+      );
+    }
+    return startRealCluster(roleOf(name, realReplicaSets(), 'replica sets'));
+  }
   const { uri, process } = await startEmulatorReplicaSet({
     name,
     users: auth ? AUTH_USERS : [],
@@ -62,20 +98,41 @@ export async function startCluster(
 }
 
 export interface ShardedCluster extends Cluster {
-  /** The shards as the emulator printed them (`<name>-shard<i>`, each an emulated replica set). */
+  /**
+   * The shards: as the emulator printed them (`<name>-shard<i>`, each an emulated replica set),
+   * or as a real cluster's listShards names them (connection strings without credentials).
+   */
   shards: { _id: string; uri: string }[];
+  /** A connection string that may read `shard` directly (the SYNCER, or a real cluster's root). */
+  shardUri(shard: { uri: string }): string;
 }
 
 /**
  * Starts an emulated SHARDED cluster as one process (`--topology sharded`): `uri` names its
  * router, `shards` its shards (connect to one directly to see what it holds). With `auth`, the
- * launch users exist on the routers and on every shard.
+ * launch users exist on the routers and on every shard. On real clusters: the sharded cluster
+ * SYNC_TEST_SHARDED_SOURCE_URI or SYNC_TEST_SHARDED_DESTINATION_URI names (by `name`, as
+ * startCluster), which must have 2 (source) or 3 (destination) shards whatever `shards` says,
+ * and shards that accept its root user (for the direct reads).
  */
 export async function startShardedCluster(
   name: string,
   shards: number,
   auth: boolean,
 ): Promise<ShardedCluster> {
+  if (onRealClusters()) {
+    const role = roleOf(name, realShardedClusters(), 'sharded clusters');
+    const cluster = await startRealCluster(role);
+    const listed = await listRealShards(cluster.uri);
+    checkShardCount(role.role, listed);
+    const root = credentialsOf(cluster.uri);
+    return {
+      ...cluster,
+      shards: listed,
+      shardUri: (shard) =>
+        root ? withCredentials(shard.uri, root.user, root.password) : shard.uri,
+    };
+  }
   const args = [EMULATOR, '--topology', 'sharded', '--shards', String(shards)];
   args.push('--name', name, '--port', '0');
   for (const user of auth ? AUTH_USERS : []) args.push('--user', user);
@@ -89,6 +146,42 @@ export async function startShardedCluster(
     process: emulator,
     shards: line.shards as ShardedCluster['shards'],
     uriFor: (user) => (user ? withCredentials(uri, user.name, user.password) : uri),
+    shardUri: (shard) =>
+      auth ? withCredentials(shard.uri, SYNCER.name, SYNCER.password) : shard.uri,
+  };
+}
+
+interface RealRole {
+  role: 'source' | 'destination';
+  uri: string;
+}
+
+function roleOf(name: string, real: RealClusterPair | undefined, kind: string): RealRole {
+  if (real === undefined) {
+    throw new Error(
+      `real clusters are configured but no ${kind}: declare the suite with describeOn(...)`,
+    );
+  }
+  if (/(^|-)(source|src)$/.test(name)) return { role: 'source', uri: real.source };
+  if (/(^|-)(destination|dst)$/.test(name)) return { role: 'destination', uri: real.destination };
+  throw new Error(
+    `cluster "${name}": on real clusters name it ...source/src or ...destination/dst`,
+  );
+}
+
+/** A real cluster for a new scenario: reset, the suites' users, reset again at teardown. */
+async function startRealCluster({ uri }: RealRole): Promise<Cluster> {
+  await resetRealCluster(uri);
+  await ensureUsers(uri, [
+    { user: SYNCER.name, password: SYNCER.password, roles: ['root'] },
+    { user: APP.name, password: APP.password, roles: ['readWriteAnyDatabase'] },
+  ]);
+  nextScenario();
+  afterProcessesStop(() => resetRealCluster(uri));
+  const bare = withoutCredentials(uri);
+  return {
+    uri,
+    uriFor: (user) => (user ? withCredentials(bare, user.name, user.password) : uri),
   };
 }
 
@@ -160,6 +253,7 @@ export class WorkerApi {
   private async result(response: Response): Promise<ApiResult> {
     const text = await response.text();
     this.options.record?.push(text);
+    recordOutput(`response ${new URL(response.url).pathname}`, text);
     return { status: response.status, body: JSON.parse(text) as ApiResult['body'] };
   }
 
