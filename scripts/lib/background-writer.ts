@@ -1,6 +1,8 @@
 import { Decimal128, Int32, Long, ObjectId, type MongoClient, MongoServerError } from 'mongodb';
 import { order, rng } from './sample-data';
 
+const USER_WRITES_BLOCKED = 371;
+
 export interface WriterStats {
   inserts: number;
   updates: number;
@@ -43,8 +45,17 @@ export class BackgroundWriter {
         for (let k = 0; k < opsPerTick && this.running; k++) await this.oneWrite(orders, customers);
       } catch (err) {
         // Refusal after commit is the expected end; anything else is recorded for the caller.
-        if (err instanceof MongoServerError && err.codeName === 'UserWritesBlocked') this.stats.refused += 1;
-        this.stats.lastError = err instanceof MongoServerError ? err.codeName : String(err);
+        // UserWritesBlocked (code 371): by name, or by code alone when a router reports a
+        // shard's refusal as a write error of its own.
+        const blocked =
+          err instanceof MongoServerError &&
+          (err.codeName === 'UserWritesBlocked' || err.code === USER_WRITES_BLOCKED);
+        if (blocked) this.stats.refused += 1;
+        this.stats.lastError = blocked
+          ? 'UserWritesBlocked'
+          : err instanceof MongoServerError
+            ? (err.codeName ?? `code ${String(err.code)}`)
+            : String(err);
         this.running = false;
         return;
       }
@@ -62,16 +73,31 @@ export class BackgroundWriter {
       await orders.insertOne(order(Math.floor(this.random() * 1e6), this.random, this.customers));
       this.stats.inserts += 1;
     } else if (r < 0.55) {
-      await customers.updateOne({ _id: id }, { $set: { 'address.city': 'Porto', 'name.middle': 'Q' }, $inc: { 'loyalty.points': new Long(5) } });
+      await customers.updateOne(
+        { _id: id },
+        {
+          $set: { 'address.city': 'Porto', 'name.middle': 'Q' },
+          $inc: { 'loyalty.points': new Long(5) },
+        },
+      );
       this.stats.updates += 1;
     } else if (r < 0.7) {
-      await customers.updateOne({ _id: id }, { $push: { tags: { $each: ['vip'], $slice: -3 } }, $inc: { visits: new Int32(1) } } as never);
+      await customers.updateOne({ _id: id }, {
+        $push: { tags: { $each: ['vip'], $slice: -3 } },
+        $inc: { visits: new Int32(1) },
+      } as never);
       this.stats.updates += 1;
     } else if (r < 0.8) {
-      await customers.updateOne({ _id: id }, { $pull: { tags: 'newsletter' }, $unset: { 'name.middle': '' } } as never);
+      await customers.updateOne({ _id: id }, {
+        $pull: { tags: 'newsletter' },
+        $unset: { 'name.middle': '' },
+      } as never);
       this.stats.updates += 1;
     } else if (r < 0.9) {
-      await orders.updateOne({ status: 'placed' }, { $set: { status: 'paid', paidAmount: Decimal128.fromString('9.99') } });
+      await orders.updateOne(
+        { status: 'placed' },
+        { $set: { status: 'paid', paidAmount: Decimal128.fromString('9.99') } },
+      );
       this.stats.updates += 1;
     } else {
       const victim = await orders.findOne({ status: 'delivered' }, { projection: { _id: 1 } });

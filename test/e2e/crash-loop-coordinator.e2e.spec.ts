@@ -25,6 +25,7 @@ import {
   type Progress,
   type ShardedCluster,
 } from './support/harness';
+import { describeOn } from '../helpers/real-clusters';
 
 /**
  * Issue 13 point 2 with the coordinator: a 2-shard source synced to a 2-shard destination by two
@@ -53,170 +54,173 @@ interface Instance {
 const instancesOf = (p: Progress): Instance[] =>
   (p as unknown as { instances?: Instance[] }).instances ?? [];
 
-describe(`crash loop through the coordinator: ${KILLS} SIGKILLs of workers, coordinator and Redis (seed ${SEED})`, () => {
-  let redis: RedisServer;
-  let source: ShardedCluster;
-  let destination: ShardedCluster;
-  let src: MongoClient;
-  let dst: MongoClient;
-  let coordinator: StartedApp;
-  const workers = new Map<string, StartedApp>();
-  let shardIds: string[];
-  let writer: BackgroundWriter;
-  const random = rng(SEED);
-  const killed: string[] = [];
-  const outputs: string[] = [];
+describeOn('shardedClusters')(
+  `crash loop through the coordinator: ${KILLS} SIGKILLs of workers, coordinator and Redis (seed ${SEED})`,
+  () => {
+    let redis: RedisServer;
+    let source: ShardedCluster;
+    let destination: ShardedCluster;
+    let src: MongoClient;
+    let dst: MongoClient;
+    let coordinator: StartedApp;
+    const workers = new Map<string, StartedApp>();
+    let shardIds: string[];
+    let writer: BackgroundWriter;
+    const random = rng(SEED);
+    const killed: string[] = [];
+    const outputs: string[] = [];
 
-  afterAll(async () => {
-    await writer?.stop().catch(() => undefined);
-    await closeClients();
-    await stopAllProcesses();
-  }, 60_000);
+    afterAll(async () => {
+      await writer?.stop().catch(() => undefined);
+      await closeClients();
+      await stopAllProcesses();
+    }, 60_000);
 
-  const launchCoordinator = async () => {
-    coordinator = await startCoordinator(
-      source.uriFor(SYNCER),
-      destination.uriFor(SYNCER),
-      redis.url,
-      { id: 'coord-crash', env: ENV },
-    );
-  };
-  const launchWorker = async (id: string) => {
-    workers.set(
-      id,
-      await startCoordinatedWorker(
+    const launchCoordinator = async () => {
+      coordinator = await startCoordinator(
         source.uriFor(SYNCER),
         destination.uriFor(SYNCER),
         redis.url,
-        id,
-      ),
-    );
-  };
-  const allReporting = (p: Progress) => {
-    const instances = instancesOf(p);
-    return instances.length === 2 && instances.every((i) => !i.missing);
-  };
-
-  const kill = async (victim: Victim) => {
-    const app =
-      victim === 'redis'
-        ? redis.process
-        : victim === 'coordinator'
-          ? coordinator.process
-          : workers.get(shardIds[victim === 'worker0' ? 0 : 1]!)!.process;
-    const state = (await coordinator.api.progress().catch(() => null))?.state ?? 'unknown';
-    outputs.push(outputOf(app));
-    app.child.kill('SIGKILL');
-    expect(await app.waitForExit(10_000)).toEqual({ code: null, signal: 'SIGKILL' });
-    await app.stop();
-    if (victim === 'redis') redis = await startRedis(redis.port, redis.password);
-    else if (victim === 'coordinator') await launchCoordinator();
-    else await launchWorker(shardIds[victim === 'worker0' ? 0 : 1]!);
-    killed.push(`${victim}@${state}`);
-  };
-
-  const killSome = async (count: number, minMs: number, maxMs: number) => {
-    for (let k = 0; k < count; k++) {
-      await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
-      await kill(ROTATION[killed.length % ROTATION.length]!);
-    }
-  };
-
-  it('commits byte-equal through every kill, and Redis holds no credentials', async () => {
-    buildCoordinatorOnce();
-    [redis, source, destination] = await Promise.all([
-      startRedis(),
-      startShardedCluster('crash-src', 2, true),
-      startShardedCluster('crash-dst', 2, true),
-    ]);
-    [src, dst] = await Promise.all([
-      connect(source.uriFor(SYNCER)),
-      connect(destination.uriFor(SYNCER)),
-    ]);
-    const app = await connect(source.uriFor(APP));
-    shardIds = source.shards.map((s) => s._id).sort();
-    await loadShardedSource(src, 2_000);
-    await loadSampleStore(app, { customers: 1_000, orders: 4_000, products: 100 });
-
-    await launchCoordinator();
-    for (const id of shardIds) await launchWorker(id);
-    await coordinator.api.waitFor('both workers reporting', allReporting, 60_000);
-    writer = new BackgroundWriter(app, 1_000);
-    writer.start(5, 40);
-    const started = await commandEventually(coordinator.api, 'start', 'crash-start', 60_000, {
-      source: 'cluster0',
-      destination: 'cluster1',
-      enableUserWriteBlocking: true,
-    });
-    expect(started).toMatchObject({ status: 200, body: { success: true } });
-
-    // Copy and change application, the writer busy.
-    await killSome(BEFORE_COMMIT, 500, 3_000);
-    await coordinator.api.waitFor(
-      'every worker back and canCommit',
-      (p) => allReporting(p) && p.canCommit,
-      180_000,
-    );
-
-    // The commit, requested once (resent with the same id while it is not done: a command
-    // lost with a killed Redis or coordinator is applied once all the same).
-    const commit = await commandEventually(coordinator.api, 'commit', 'crash-commit', 60_000);
-    expect(commit.status).toBe(200);
-    await killSome(KILLS - BEFORE_COMMIT, 200, 2_000);
-    const deadline = Date.now() + 240_000;
-    let last: Progress | null = null;
-    while (Date.now() < deadline) {
-      last = await coordinator.api.progress().catch(() => null);
-      if (last?.state === 'COMMITTED' && allReporting(last)) break;
-      if (last && !['RUNNING', 'COMMITTING'].includes(last.state)) break;
-      await commandEventually(coordinator.api, 'commit', 'crash-commit', 10_000).catch(
-        () => undefined,
+        { id: 'coord-crash', env: ENV },
       );
-      await sleep(2_000);
-    }
-    expect(last?.state).toBe('COMMITTED');
-    await writer.stop();
+    };
+    const launchWorker = async (id: string) => {
+      workers.set(
+        id,
+        await startCoordinatedWorker(
+          source.uriFor(SYNCER),
+          destination.uriFor(SYNCER),
+          redis.url,
+          id,
+        ),
+      );
+    };
+    const allReporting = (p: Progress) => {
+      const instances = instancesOf(p);
+      return instances.length === 2 && instances.every((i) => !i.missing);
+    };
 
-    console.log(
-      `[crash-loop/coordinator] seed ${SEED}: ${killed.length} kills survived (${killed.join(', ')}); ` +
-        `application writes acknowledged: ${writer.stats.inserts} inserts, ` +
-        `${writer.stats.updates} updates, ${writer.stats.deletes} deletes`,
-    );
-    expect(killed).toHaveLength(KILLS);
-    expect(writer.stats.lastError).toBe('UserWritesBlocked');
-    const report = await compareClusters(src, dst, {});
-    expect(report.differences).toEqual([]);
-    expect(report.documents).toBeGreaterThan(5_000);
+    const kill = async (victim: Victim) => {
+      const app =
+        victim === 'redis'
+          ? redis.process
+          : victim === 'coordinator'
+            ? coordinator.process
+            : workers.get(shardIds[victim === 'worker0' ? 0 : 1]!)!.process;
+      const state = (await coordinator.api.progress().catch(() => null))?.state ?? 'unknown';
+      outputs.push(outputOf(app));
+      app.child.kill('SIGKILL');
+      expect(await app.waitForExit(10_000)).toEqual({ code: null, signal: 'SIGKILL' });
+      await app.stop();
+      if (victim === 'redis') redis = await startRedis(redis.port, redis.password);
+      else if (victim === 'coordinator') await launchCoordinator();
+      else await launchWorker(shardIds[victim === 'worker0' ? 0 : 1]!);
+      killed.push(`${victim}@${state}`);
+    };
 
-    // Redis: every key and value the coordinator and workers left there.
-    const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    await client.connect();
-    const dump: string[] = [];
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'COUNT', 500);
-        cursor = next;
-        for (const key of keys) dump.push(key, await valueOf(client, key));
-      } while (cursor !== '0');
-    } finally {
-      client.disconnect();
-    }
-    const stored = dump.join('\n');
-    expect(dump.length).toBeGreaterThan(0);
-    for (const secret of [SYNCER.password, APP.password, redis.password, 'mongodb://']) {
-      expect(stored).not.toContain(secret);
-    }
-    for (const output of [
-      ...outputs,
-      outputOf(coordinator.process),
-      ...[...workers.values()].map((w) => outputOf(w.process)),
-    ]) {
-      expect(output).not.toContain(SYNCER.password);
-      expect(output).not.toContain(redis.password);
-    }
-  }, 900_000);
-});
+    const killSome = async (count: number, minMs: number, maxMs: number) => {
+      for (let k = 0; k < count; k++) {
+        await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
+        await kill(ROTATION[killed.length % ROTATION.length]!);
+      }
+    };
+
+    it('commits byte-equal through every kill, and Redis holds no credentials', async () => {
+      buildCoordinatorOnce();
+      [redis, source, destination] = await Promise.all([
+        startRedis(),
+        startShardedCluster('crash-src', 2, true),
+        startShardedCluster('crash-dst', 2, true),
+      ]);
+      [src, dst] = await Promise.all([
+        connect(source.uriFor(SYNCER)),
+        connect(destination.uriFor(SYNCER)),
+      ]);
+      const app = await connect(source.uriFor(APP));
+      shardIds = source.shards.map((s) => s._id).sort();
+      await loadShardedSource(src, 2_000);
+      await loadSampleStore(app, { customers: 1_000, orders: 4_000, products: 100 });
+
+      await launchCoordinator();
+      for (const id of shardIds) await launchWorker(id);
+      await coordinator.api.waitFor('both workers reporting', allReporting, 60_000);
+      writer = new BackgroundWriter(app, 1_000);
+      writer.start(5, 40);
+      const started = await commandEventually(coordinator.api, 'start', 'crash-start', 60_000, {
+        source: 'cluster0',
+        destination: 'cluster1',
+        enableUserWriteBlocking: true,
+      });
+      expect(started).toMatchObject({ status: 200, body: { success: true } });
+
+      // Copy and change application, the writer busy.
+      await killSome(BEFORE_COMMIT, 500, 3_000);
+      await coordinator.api.waitFor(
+        'every worker back and canCommit',
+        (p) => allReporting(p) && p.canCommit,
+        180_000,
+      );
+
+      // The commit, requested once (resent with the same id while it is not done: a command
+      // lost with a killed Redis or coordinator is applied once all the same).
+      const commit = await commandEventually(coordinator.api, 'commit', 'crash-commit', 60_000);
+      expect(commit.status).toBe(200);
+      await killSome(KILLS - BEFORE_COMMIT, 200, 2_000);
+      const deadline = Date.now() + 240_000;
+      let last: Progress | null = null;
+      while (Date.now() < deadline) {
+        last = await coordinator.api.progress().catch(() => null);
+        if (last?.state === 'COMMITTED' && allReporting(last)) break;
+        if (last && !['RUNNING', 'COMMITTING'].includes(last.state)) break;
+        await commandEventually(coordinator.api, 'commit', 'crash-commit', 10_000).catch(
+          () => undefined,
+        );
+        await sleep(2_000);
+      }
+      expect(last?.state).toBe('COMMITTED');
+      await writer.stop();
+
+      console.log(
+        `[crash-loop/coordinator] seed ${SEED}: ${killed.length} kills survived (${killed.join(', ')}); ` +
+          `application writes acknowledged: ${writer.stats.inserts} inserts, ` +
+          `${writer.stats.updates} updates, ${writer.stats.deletes} deletes`,
+      );
+      expect(killed).toHaveLength(KILLS);
+      expect(writer.stats.lastError).toBe('UserWritesBlocked');
+      const report = await compareClusters(src, dst, {});
+      expect(report.differences).toEqual([]);
+      expect(report.documents).toBeGreaterThan(5_000);
+
+      // Redis: every key and value the coordinator and workers left there.
+      const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await client.connect();
+      const dump: string[] = [];
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await client.scan(cursor, 'COUNT', 500);
+          cursor = next;
+          for (const key of keys) dump.push(key, await valueOf(client, key));
+        } while (cursor !== '0');
+      } finally {
+        client.disconnect();
+      }
+      const stored = dump.join('\n');
+      expect(dump.length).toBeGreaterThan(0);
+      for (const secret of [SYNCER.password, APP.password, redis.password, 'mongodb://']) {
+        expect(stored).not.toContain(secret);
+      }
+      for (const output of [
+        ...outputs,
+        outputOf(coordinator.process),
+        ...[...workers.values()].map((w) => outputOf(w.process)),
+      ]) {
+        expect(output).not.toContain(SYNCER.password);
+        expect(output).not.toContain(redis.password);
+      }
+    }, 900_000);
+  },
+);
 
 /** A key's value as text, whatever its Redis type (BullMQ uses hashes, lists, sets, streams). */
 async function valueOf(client: Redis, key: string): Promise<string> {

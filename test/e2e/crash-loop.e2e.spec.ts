@@ -19,6 +19,7 @@ import {
   type Progress,
   type StartedWorker,
 } from './support/harness';
+import { describeOn } from '../helpers/real-clusters';
 
 /**
  * Issue 13 point 2, the crash loop: the worker process is SIGKILLed at KILLS random moments
@@ -59,178 +60,181 @@ function copyPercent(p: Progress | null): number | null {
   return Math.floor((100 * copy.estimatedCopiedBytes) / Math.max(1, copy.estimatedTotalBytes));
 }
 
-describe(`crash loop: ${KILLS} SIGKILLs over copy, change application and commit (seed ${SEED})`, () => {
-  let source: Cluster;
-  let destination: Cluster;
-  let sourceAdmin: MongoClient;
-  let destinationAdmin: MongoClient;
-  let sourceApp: MongoClient;
-  let destinationApp: MongoClient;
-  let worker: StartedWorker;
-  let writer: BackgroundWriter;
-  const random = rng(SEED);
-  const observations: Observation[] = [];
-  /** The invariants' memory: what every later restore must not go back on. */
-  const seen = {
-    syncID: null as string | null,
-    state: 'RUNNING',
-    namespacesCopied: 0,
-    sourceWriteBlocked: false,
-    commitRequested: false,
-  };
+describeOn('replicaSets')(
+  `crash loop: ${KILLS} SIGKILLs over copy, change application and commit (seed ${SEED})`,
+  () => {
+    let source: Cluster;
+    let destination: Cluster;
+    let sourceAdmin: MongoClient;
+    let destinationAdmin: MongoClient;
+    let sourceApp: MongoClient;
+    let destinationApp: MongoClient;
+    let worker: StartedWorker;
+    let writer: BackgroundWriter;
+    const random = rng(SEED);
+    const observations: Observation[] = [];
+    /** The invariants' memory: what every later restore must not go back on. */
+    const seen = {
+      syncID: null as string | null,
+      state: 'RUNNING',
+      namespacesCopied: 0,
+      sourceWriteBlocked: false,
+      commitRequested: false,
+    };
 
-  afterAll(async () => {
-    await writer?.stop().catch(() => undefined);
-    await closeClients();
-    await stopAllProcesses();
-  }, 60_000);
+    afterAll(async () => {
+      await writer?.stop().catch(() => undefined);
+      await closeClients();
+      await stopAllProcesses();
+    }, 60_000);
 
-  const launch = async (): Promise<Progress> => {
-    worker = await startWorker(source.uriFor(SYNCER), destination.uriFor(SYNCER));
-    return worker.api.waitFor(
-      'the worker to restore its job',
-      (p) => p.state !== 'INITIALIZING',
-      120_000,
-      20,
-    );
-  };
+    const launch = async (): Promise<Progress> => {
+      worker = await startWorker(source.uriFor(SYNCER), destination.uriFor(SYNCER));
+      return worker.api.waitFor(
+        'the worker to restore its job',
+        (p) => p.state !== 'INITIALIZING',
+        120_000,
+        20,
+      );
+    };
 
-  /** The restored job keeps everything the sync had reached before the kill. */
-  const checkInvariants = (p: Progress & Record<string, unknown>, kill: number) => {
-    const where = `after kill ${kill}: ${JSON.stringify(p)}`;
-    if (p.failure || p.error) throw new Error(`the sync failed ${where}`);
-    if (!ORDER.includes(p.state)) throw new Error(`unexpected state ${where}`);
-    if (ORDER.indexOf(p.state) < ORDER.indexOf(seen.state))
-      throw new Error(`the state went back from ${seen.state} ${where}`);
-    if (seen.commitRequested && p.state === 'RUNNING')
-      throw new Error(`a requested commit was forgotten ${where}`);
-    if (p.syncID === null || (seen.syncID !== null && p.syncID !== seen.syncID))
-      throw new Error(`the syncID changed ${where}`);
-    if (p.canWrite !== (p.state === 'COMMITTED'))
-      throw new Error(`canWrite must be true exactly when COMMITTED ${where}`);
-    const copied = (p.namespaces as { copied?: number } | undefined)?.copied ?? 0;
-    if (copied < seen.namespacesCopied)
-      throw new Error(`copied namespaces went back from ${seen.namespacesCopied} ${where}`);
-    if (seen.sourceWriteBlocked && p.sourceWriteBlocked !== true)
-      throw new Error(`the source write block was lost ${where}`);
-    const copy = p.collectionCopy;
-    if (copy && copy.estimatedCopiedBytes > copy.estimatedTotalBytes)
-      throw new Error(`copied bytes exceed the total ${where}`);
-    seen.syncID = p.syncID;
-    seen.state = p.state;
-    seen.namespacesCopied = copied;
-    seen.sourceWriteBlocked ||= p.sourceWriteBlocked === true;
-  };
+    /** The restored job keeps everything the sync had reached before the kill. */
+    const checkInvariants = (p: Progress & Record<string, unknown>, kill: number) => {
+      const where = `after kill ${kill}: ${JSON.stringify(p)}`;
+      if (p.failure || p.error) throw new Error(`the sync failed ${where}`);
+      if (!ORDER.includes(p.state)) throw new Error(`unexpected state ${where}`);
+      if (ORDER.indexOf(p.state) < ORDER.indexOf(seen.state))
+        throw new Error(`the state went back from ${seen.state} ${where}`);
+      if (seen.commitRequested && p.state === 'RUNNING')
+        throw new Error(`a requested commit was forgotten ${where}`);
+      if (p.syncID === null || (seen.syncID !== null && p.syncID !== seen.syncID))
+        throw new Error(`the syncID changed ${where}`);
+      if (p.canWrite !== (p.state === 'COMMITTED'))
+        throw new Error(`canWrite must be true exactly when COMMITTED ${where}`);
+      const copied = (p.namespaces as { copied?: number } | undefined)?.copied ?? 0;
+      if (copied < seen.namespacesCopied)
+        throw new Error(`copied namespaces went back from ${seen.namespacesCopied} ${where}`);
+      if (seen.sourceWriteBlocked && p.sourceWriteBlocked !== true)
+        throw new Error(`the source write block was lost ${where}`);
+      const copy = p.collectionCopy;
+      if (copy && copy.estimatedCopiedBytes > copy.estimatedTotalBytes)
+        throw new Error(`copied bytes exceed the total ${where}`);
+      seen.syncID = p.syncID;
+      seen.state = p.state;
+      seen.namespacesCopied = copied;
+      seen.sourceWriteBlocked ||= p.sourceWriteBlocked === true;
+    };
 
-  /** Kills at a random moment `[minMs, maxMs)` after the worker restored its job, then restarts. */
-  const killAndRestart = async (phase: Observation['phase'], minMs: number, maxMs: number) => {
-    await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
-    const before = await worker.api.progress().catch(() => null);
-    await crash(worker);
-    const restored = await launch();
-    const kill = observations.length + 1;
-    checkInvariants(restored as Progress & Record<string, unknown>, kill);
-    observations.push({
-      kill,
-      phase,
-      stateKilled: before?.state ?? 'unknown',
-      stateRestored: restored.state,
-      copyPercent: copyPercent(before),
-    });
-  };
+    /** Kills at a random moment `[minMs, maxMs)` after the worker restored its job, then restarts. */
+    const killAndRestart = async (phase: Observation['phase'], minMs: number, maxMs: number) => {
+      await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
+      const before = await worker.api.progress().catch(() => null);
+      await crash(worker);
+      const restored = await launch();
+      const kill = observations.length + 1;
+      checkInvariants(restored as Progress & Record<string, unknown>, kill);
+      observations.push({
+        kill,
+        phase,
+        stateKilled: before?.state ?? 'unknown',
+        stateRestored: restored.state,
+        copyPercent: copyPercent(before),
+      });
+    };
 
-  it('ends byte-equal with every acknowledged write, through every kill', async () => {
-    buildOnce();
-    [source, destination] = await Promise.all([
-      startCluster('source', true),
-      startCluster('destination', true),
-    ]);
-    [sourceAdmin, destinationAdmin, sourceApp, destinationApp] = await Promise.all([
-      connect(source.uriFor(SYNCER)),
-      connect(destination.uriFor(SYNCER)),
-      connect(source.uriFor(APP)),
-      connect(destination.uriFor(APP)),
-    ]);
-    await loadSampleStore(sourceApp, SIZE);
-    await launch();
-    writer = new BackgroundWriter(sourceApp, SIZE.customers);
-    writer.start(10, 30);
-    await worker.api.expectSuccess('start', {
-      source: 'cluster0',
-      destination: 'cluster1',
-      enableUserWriteBlocking: true,
-    });
+    it('ends byte-equal with every acknowledged write, through every kill', async () => {
+      buildOnce();
+      [source, destination] = await Promise.all([
+        startCluster('source', true),
+        startCluster('destination', true),
+      ]);
+      [sourceAdmin, destinationAdmin, sourceApp, destinationApp] = await Promise.all([
+        connect(source.uriFor(SYNCER)),
+        connect(destination.uriFor(SYNCER)),
+        connect(source.uriFor(APP)),
+        connect(destination.uriFor(APP)),
+      ]);
+      await loadSampleStore(sourceApp, SIZE);
+      await launch();
+      writer = new BackgroundWriter(sourceApp, SIZE.customers);
+      writer.start(10, 30);
+      await worker.api.expectSuccess('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        enableUserWriteBlocking: true,
+      });
 
-    // Copy: kills soon after each restart, while partitions are being copied (a killed
-    // partition is copied again from its start; whole ones stay done).
-    for (let k = 0; k < PLAN.copy; k++) await killAndRestart('copy', 150, 1_200);
-    await worker.api.waitFor(
-      'change event application',
-      (p) => p.canCommit && (p.totalEventsApplied ?? 0) >= 0 && p.info !== 'collection copy',
-      180_000,
-    );
+      // Copy: kills soon after each restart, while partitions are being copied (a killed
+      // partition is copied again from its start; whole ones stay done).
+      for (let k = 0; k < PLAN.copy; k++) await killAndRestart('copy', 150, 1_200);
+      await worker.api.waitFor(
+        'change event application',
+        (p) => p.canCommit && (p.totalEventsApplied ?? 0) >= 0 && p.info !== 'collection copy',
+        180_000,
+      );
 
-    // Change application: kills while the writer keeps the stream busy.
-    for (let k = 0; k < PLAN.apply; k++) await killAndRestart('apply', 200, 2_000);
-    await worker.api.waitFor('canCommit', (p) => p.canCommit, 120_000);
+      // Change application: kills while the writer keeps the stream busy.
+      for (let k = 0; k < PLAN.apply; k++) await killAndRestart('apply', 200, 2_000);
+      await worker.api.waitFor('canCommit', (p) => p.canCommit, 120_000);
 
-    // Commit: requested once, with the writer still writing; every later kill restores a
-    // COMMITTING job that carries on by itself (or, once done, COMMITTED).
-    const marker = { _id: new ObjectId(), marker: 'the last write before the commit' };
-    await sourceApp.db('shop').collection('orders').insertOne(marker);
-    await worker.api.expectSuccess('commit');
-    seen.commitRequested = true;
-    for (let k = 0; k < PLAN.commit; k++) await killAndRestart('commit', 0, 600);
-    const committed = await worker.api.waitFor(
-      'COMMITTED',
-      (p) => p.state === 'COMMITTED',
-      180_000,
-    );
-    checkInvariants(committed as Progress & Record<string, unknown>, KILLS);
-    await writer.stop();
+      // Commit: requested once, with the writer still writing; every later kill restores a
+      // COMMITTING job that carries on by itself (or, once done, COMMITTED).
+      const marker = { _id: new ObjectId(), marker: 'the last write before the commit' };
+      await sourceApp.db('shop').collection('orders').insertOne(marker);
+      await worker.api.expectSuccess('commit');
+      seen.commitRequested = true;
+      for (let k = 0; k < PLAN.commit; k++) await killAndRestart('commit', 0, 600);
+      const committed = await worker.api.waitFor(
+        'COMMITTED',
+        (p) => p.state === 'COMMITTED',
+        180_000,
+      );
+      checkInvariants(committed as Progress & Record<string, unknown>, KILLS);
+      await writer.stop();
 
-    const byPhase = (phase: string) =>
-      observations
-        .filter((o) => o.phase === phase)
-        .map(
-          (o) =>
-            `${o.stateKilled}${o.copyPercent !== null ? `@${o.copyPercent}%` : ''}→${o.stateRestored}`,
-        )
-        .join(' ');
-    console.log(
-      `[crash-loop] seed ${SEED}: ${observations.length} kills survived ` +
-        `(copy ${PLAN.copy}, change application ${PLAN.apply}, commit ${PLAN.commit}); ` +
-        `application writes acknowledged: ${writer.stats.inserts} inserts, ` +
-        `${writer.stats.updates} updates, ${writer.stats.deletes} deletes; ` +
-        `states killed→restored: copy [${byPhase('copy')}] apply [${byPhase('apply')}] commit [${byPhase('commit')}]`,
-    );
+      const byPhase = (phase: string) =>
+        observations
+          .filter((o) => o.phase === phase)
+          .map(
+            (o) =>
+              `${o.stateKilled}${o.copyPercent !== null ? `@${o.copyPercent}%` : ''}→${o.stateRestored}`,
+          )
+          .join(' ');
+      console.log(
+        `[crash-loop] seed ${SEED}: ${observations.length} kills survived ` +
+          `(copy ${PLAN.copy}, change application ${PLAN.apply}, commit ${PLAN.commit}); ` +
+          `application writes acknowledged: ${writer.stats.inserts} inserts, ` +
+          `${writer.stats.updates} updates, ${writer.stats.deletes} deletes; ` +
+          `states killed→restored: copy [${byPhase('copy')}] apply [${byPhase('apply')}] commit [${byPhase('commit')}]`,
+      );
 
-    expect(observations).toHaveLength(KILLS);
-    // the copy kills did land inside the copy (a partition cut short is copied again)
-    if (PLAN.copy > 0) {
-      expect(observations.filter((o) => o.copyPercent !== null).length).toBeGreaterThan(0);
-    }
-    if (PLAN.commit > 0)
-      expect(observations.some((o) => o.stateKilled === 'COMMITTING')).toBe(true);
-    expect(writer.stats.inserts + writer.stats.updates).toBeGreaterThan(0);
-    // The writer ended on the source's refusal (the commit's write block), nothing else.
-    expect(writer.stats.lastError).toBe('UserWritesBlocked');
-    const report = await compareClusters(sourceAdmin, destinationAdmin, { compareUnique: true });
-    expect(report.differences).toEqual([]);
-    expect(report.documents).toBeGreaterThan(SIZE.customers + SIZE.orders);
-    expect(
-      await destinationAdmin.db('shop').collection('orders').countDocuments({ _id: marker._id }),
-    ).toBe(1);
-    expect(
-      await tryWrite(() =>
-        sourceApp.db('shop').collection('orders').insertOne({ _id: new ObjectId() }),
-      ),
-    ).toBe('UserWritesBlocked');
-    expect(
-      await tryWrite(() =>
-        destinationApp.db('shop').collection('orders').insertOne({ _id: new ObjectId() }),
-      ),
-    ).toBe('ok');
-    expect(outputOf(worker)).not.toContain(SYNCER.password);
-  }, 600_000);
-});
+      expect(observations).toHaveLength(KILLS);
+      // the copy kills did land inside the copy (a partition cut short is copied again)
+      if (PLAN.copy > 0) {
+        expect(observations.filter((o) => o.copyPercent !== null).length).toBeGreaterThan(0);
+      }
+      if (PLAN.commit > 0)
+        expect(observations.some((o) => o.stateKilled === 'COMMITTING')).toBe(true);
+      expect(writer.stats.inserts + writer.stats.updates).toBeGreaterThan(0);
+      // The writer ended on the source's refusal (the commit's write block), nothing else.
+      expect(writer.stats.lastError).toBe('UserWritesBlocked');
+      const report = await compareClusters(sourceAdmin, destinationAdmin, { compareUnique: true });
+      expect(report.differences).toEqual([]);
+      expect(report.documents).toBeGreaterThan(SIZE.customers + SIZE.orders);
+      expect(
+        await destinationAdmin.db('shop').collection('orders').countDocuments({ _id: marker._id }),
+      ).toBe(1);
+      expect(
+        await tryWrite(() =>
+          sourceApp.db('shop').collection('orders').insertOne({ _id: new ObjectId() }),
+        ),
+      ).toBe('UserWritesBlocked');
+      expect(
+        await tryWrite(() =>
+          destinationApp.db('shop').collection('orders').insertOne({ _id: new ObjectId() }),
+        ),
+      ).toBe('ok');
+      expect(outputOf(worker)).not.toContain(SYNCER.password);
+    }, 600_000);
+  },
+);

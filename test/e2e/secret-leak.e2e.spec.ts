@@ -15,6 +15,7 @@ import {
   steps,
   type Cluster,
 } from './support/harness';
+import { describeOn } from '../helpers/real-clusters';
 
 const TOKEN = 'Leak-Test-Api-T0ken-7f3c9a1e';
 const INTERNAL_DB = 'sync_reserved_for_internal_use';
@@ -32,7 +33,7 @@ interface Order {
  * (stdout, stderr, --logPath), every API response body and every document the sync persisted in
  * the destination's internal database is searched for the passwords and the token.
  */
-describe('no secret leaks (passwords, API token)', () => {
+describeOn('replicaSets')('no secret leaks (passwords, API token)', () => {
   let source: Cluster;
   let destination: Cluster;
   let worker: ManagedProcess;

@@ -204,9 +204,13 @@ class ShardedWriter {
       try {
         for (let k = 0; k < opsPerTick && this.running; k++) await this.oneWrite();
       } catch (error) {
+        // UserWritesBlocked by name, or by its code 371 alone: a shard-key-changing update is
+        // one the router reports as a write error of its own, with the shard's code only.
         this.stats.lastError =
           error instanceof MongoServerError
-            ? (error.codeName ?? `code ${error.code}`)
+            ? error.code === 371
+              ? 'UserWritesBlocked'
+              : (error.codeName ?? `code ${error.code}`)
             : String(error);
         this.running = false;
         return;

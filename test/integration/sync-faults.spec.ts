@@ -11,6 +11,7 @@ import {
   waitFor,
   type AuthClusters,
 } from './sync-helpers';
+import { describeEmulatorOnly } from '../helpers/real-clusters';
 
 /**
  * Issue 13 point 1: transient faults injected with the servers' `failCommand` fail point
@@ -134,246 +135,249 @@ async function worker(
   return { job, fatal, warnings, close: () => job.close() };
 }
 
-describe('transient faults survived (failCommand on source and destination)', () => {
-  let c: AuthClusters;
-  const workers: Worker[] = [];
+describeEmulatorOnly('failCommand fail points with probabilities, emulator users')(
+  'transient faults survived (failCommand on source and destination)',
+  () => {
+    let c: AuthClusters;
+    const workers: Worker[] = [];
 
-  afterEach(async () => {
-    for (const client of [c.src, c.dst]) await failPoint(client, 'off').catch(() => undefined);
-    for (const w of workers.splice(0)) await w.close().catch(() => undefined);
-    await c.close();
-  });
+    afterEach(async () => {
+      for (const client of [c.src, c.dst]) await failPoint(client, 'off').catch(() => undefined);
+      for (const w of workers.splice(0)) await w.close().catch(() => undefined);
+      await c.close();
+    });
 
-  // Sized for CI; FAULT_RATE (0.05), FAULT_DOCS (1000) and FAULT_ROUNDS (2) make a longer run.
-  it('a 5 % failure rate on every command, copy → change application → commit: byte-equal', async () => {
-    c = await startAuthClusters();
-    await seed(c, DOCS);
-    const w = await worker(c, { maxTransientRetries: 10_000, retryBaseMs: 20 });
-    workers.push(w);
+    // Sized for CI; FAULT_RATE (0.05), FAULT_DOCS (1000) and FAULT_ROUNDS (2) make a longer run.
+    it('a 5 % failure rate on every command, copy → change application → commit: byte-equal', async () => {
+      c = await startAuthClusters();
+      await seed(c, DOCS);
+      const w = await worker(c, { maxTransientRetries: 10_000, retryBaseMs: 20 });
+      workers.push(w);
 
-    // 5 % of every command of the worker fails, on both sides; the kind rotates every 200 ms.
-    const injected: Record<string, number> = {};
-    let kind = 0;
-    let rotating = true;
-    // count replies are cumulative (timesEntered): the differences are the faults of a period
-    let last = { src: 0, dst: 0 };
-    const rotate = async () => {
-      while (rotating) {
-        const k = KINDS[kind % KINDS.length]!;
-        const counts = { src: 0, dst: 0 };
-        for (const [side, client] of [
-          ['src', c.src],
-          ['dst', c.dst],
-        ] as const) {
-          counts[side] = await failPoint(
-            client,
-            { activationProbability: RATE },
-            {
-              failCommands: ALL_COMMANDS,
-              ...k.data,
-            },
+      // 5 % of every command of the worker fails, on both sides; the kind rotates every 200 ms.
+      const injected: Record<string, number> = {};
+      let kind = 0;
+      let rotating = true;
+      // count replies are cumulative (timesEntered): the differences are the faults of a period
+      let last = { src: 0, dst: 0 };
+      const rotate = async () => {
+        while (rotating) {
+          const k = KINDS[kind % KINDS.length]!;
+          const counts = { src: 0, dst: 0 };
+          for (const [side, client] of [
+            ['src', c.src],
+            ['dst', c.dst],
+          ] as const) {
+            counts[side] = await failPoint(
+              client,
+              { activationProbability: RATE },
+              {
+                failCommands: ALL_COMMANDS,
+                ...k.data,
+              },
+            );
+          }
+          const previous = KINDS[(kind + KINDS.length - 1) % KINDS.length]!.name;
+          injected[previous] =
+            (injected[previous] ?? 0) + counts.src - last.src + counts.dst - last.dst;
+          last = counts;
+          kind += 1;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      await w.job.start(request()); // the API call; its copy and everything after run under faults
+      const rotation = rotate();
+      const stopRotation = async () => {
+        rotating = false;
+        await rotation.catch(() => undefined);
+      };
+      try {
+        const writer = churn(c, 1, 200, DOCS);
+        await waitFor(
+          () => w.job.progress().canCommit === true,
+          50_000 * Math.max(1, DOCS / 1000),
+          'canCommit',
+          () => JSON.stringify(w.job.progress()),
+        );
+        await writer;
+        for (let round = 2; round <= ROUNDS; round++) {
+          await churn(c, round, 100, DOCS); // change application under faults
+          await waitFor(
+            () => w.job.progress().canCommit === true,
+            60_000,
+            'canCommit again',
+            () => JSON.stringify(w.job.progress()),
           );
         }
-        const previous = KINDS[(kind + KINDS.length - 1) % KINDS.length]!.name;
-        injected[previous] =
-          (injected[previous] ?? 0) + counts.src - last.src + counts.dst - last.dst;
-        last = counts;
-        kind += 1;
-        await new Promise((r) => setTimeout(r, 200));
+        await w.job.commit().catch(async (e: unknown) => {
+          // a refused commit (a fault while checking readiness) is simply asked again
+          await new Promise((r) => setTimeout(r, 200));
+          if ((e as { error?: string }).error !== 'CommitNotReady') throw e;
+          await w.job.commit();
+        });
+        await waitFor(
+          () => w.job.progress().state === 'COMMITTED' || !!w.job.progress().commitFailure,
+          40_000,
+          'COMMITTED',
+          () => JSON.stringify(w.job.progress()),
+        );
+      } finally {
+        await stopRotation();
       }
-    };
-    await w.job.start(request()); // the API call; its copy and everything after run under faults
-    const rotation = rotate();
-    const stopRotation = async () => {
-      rotating = false;
-      await rotation.catch(() => undefined);
-    };
-    try {
-      const writer = churn(c, 1, 200, DOCS);
+      for (const client of [c.src, c.dst]) await failPoint(client, 'off');
+      const progress = w.job.progress();
+      const total = Object.values(injected).reduce((a, b) => a + b, 0);
+      console.log(
+        `[faults] ${RATE * 100} % on every command, ${DOCS} documents: ${total} faults injected and survived ` +
+          `(${JSON.stringify(injected)}); operations retried in place: ${String(progress.retriedOperations ?? 0)}; ` +
+          `runs restarted from persisted state: ${String(progress.retries ?? 0)}; ` +
+          `retry log lines: ${w.warnings.filter((l) => /retrying/.test(l)).length}; ` +
+          `events applied: ${String(progress.totalEventsApplied)}`,
+      );
+      expect(progress).toMatchObject({ state: 'COMMITTED', canWrite: true });
+      expect(w.fatal).toEqual([]);
+      expect(total).toBeGreaterThan(0);
+      // every fault was met by a retry (in place, or of the run), none was skipped
+      expect(
+        Number(progress.retries ?? 0) + Number(progress.retriedOperations ?? 0),
+      ).toBeGreaterThan(0);
+      await expectEqualClusters(c);
+    });
+
+    it('blockConnection beyond socketTimeoutMS and interrupted change-stream getMores', async () => {
+      c = await startAuthClusters();
+      await seed(c, 1000);
+      const withTimeout = (uri: string) => {
+        const url = new URL(uri);
+        url.searchParams.set('socketTimeoutMS', '1000');
+        return url.toString();
+      };
+      const w = await worker(
+        c,
+        { maxTransientRetries: 50, retryBaseMs: 20 },
+        { source: withTimeout(c.sourceUri), destination: withTimeout(c.destinationUri) },
+      );
+      workers.push(w);
+      // copy reads hang past the socket timeout three times
+      await failPoint(
+        c.src,
+        { times: 3 },
+        {
+          failCommands: ['find', 'getMore'],
+          blockConnection: true,
+          blockTimeMS: 1500,
+        },
+      );
+      await w.job.start(request());
       await waitFor(
         () => w.job.progress().canCommit === true,
-        50_000 * Math.max(1, DOCS / 1000),
+        40_000,
         'canCommit',
         () => JSON.stringify(w.job.progress()),
       );
-      await writer;
-      for (let round = 2; round <= ROUNDS; round++) {
-        await churn(c, round, 100, DOCS); // change application under faults
-        await waitFor(
-          () => w.job.progress().canCommit === true,
-          60_000,
-          'canCommit again',
-          () => JSON.stringify(w.job.progress()),
-        );
-      }
-      await w.job.commit().catch(async (e: unknown) => {
-        // a refused commit (a fault while checking readiness) is simply asked again
-        await new Promise((r) => setTimeout(r, 200));
-        if ((e as { error?: string }).error !== 'CommitNotReady') throw e;
-        await w.job.commit();
+      const blocked = await failPoint(c.src, 'off');
+      // the change stream's getMores: interrupted (resumable) and cut, then destination writes hang
+      await failPoint(
+        c.src,
+        { times: 4 },
+        {
+          failCommands: ['getMore'],
+          errorCode: 11601,
+          errorLabels: ['ResumableChangeStreamError'],
+        },
+      );
+      await churn(c, 1, 100, 1000);
+      await failPoint(
+        c.dst,
+        { times: 2 },
+        {
+          failCommands: ['update', 'delete', 'insert'],
+          blockConnection: true,
+          blockTimeMS: 1500,
+        },
+      );
+      await churn(c, 2, 100, 1000);
+      await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit again');
+      const interrupted = await failPoint(c.src, 'off');
+      const blockedWrites = await failPoint(c.dst, 'off');
+      await w.job.commit();
+      await waitFor(() => w.job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
+      console.log(
+        `[faults] blocked reads ${blocked - 0}, interrupted getMores ${interrupted - blocked}, ` +
+          `blocked writes ${blockedWrites}: all survived; sync retries ${String(w.job.progress().retries ?? 0)}`,
+      );
+      expect(w.fatal).toEqual([]);
+      expect(blocked).toBeGreaterThan(0);
+      await expectEqualClusters(c);
+    });
+
+    it('authorization lost on the destination during change application stops the sync, named and located', async () => {
+      c = await startAuthClusters();
+      await seed(c, 200);
+      const w = await worker(c, { maxTransientRetries: 3, retryBaseMs: 10 });
+      workers.push(w);
+      await w.job.start(request());
+      await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit');
+      // The sync user loses its rights on the destination: every write is refused (13).
+      await failPoint(c.dst, 'alwaysOn', {
+        failCommands: ['update', 'delete', 'insert'],
+        errorCode: 13,
       });
+      await churn(c, 1, 20, 200);
       await waitFor(
-        () => w.job.progress().state === 'COMMITTED' || !!w.job.progress().commitFailure,
-        40_000,
-        'COMMITTED',
+        () => w.fatal.length > 0,
+        30_000,
+        'the sync to stop',
         () => JSON.stringify(w.job.progress()),
       );
-    } finally {
-      await stopRotation();
-    }
-    for (const client of [c.src, c.dst]) await failPoint(client, 'off');
-    const progress = w.job.progress();
-    const total = Object.values(injected).reduce((a, b) => a + b, 0);
-    console.log(
-      `[faults] ${RATE * 100} % on every command, ${DOCS} documents: ${total} faults injected and survived ` +
-        `(${JSON.stringify(injected)}); operations retried in place: ${String(progress.retriedOperations ?? 0)}; ` +
-        `runs restarted from persisted state: ${String(progress.retries ?? 0)}; ` +
-        `retry log lines: ${w.warnings.filter((l) => /retrying/.test(l)).length}; ` +
-        `events applied: ${String(progress.totalEventsApplied)}`,
-    );
-    expect(progress).toMatchObject({ state: 'COMMITTED', canWrite: true });
-    expect(w.fatal).toEqual([]);
-    expect(total).toBeGreaterThan(0);
-    // every fault was met by a retry (in place, or of the run), none was skipped
-    expect(Number(progress.retries ?? 0) + Number(progress.retriedOperations ?? 0)).toBeGreaterThan(
-      0,
-    );
-    await expectEqualClusters(c);
-  });
-
-  it('blockConnection beyond socketTimeoutMS and interrupted change-stream getMores', async () => {
-    c = await startAuthClusters();
-    await seed(c, 1000);
-    const withTimeout = (uri: string) => {
-      const url = new URL(uri);
-      url.searchParams.set('socketTimeoutMS', '1000');
-      return url.toString();
-    };
-    const w = await worker(
-      c,
-      { maxTransientRetries: 50, retryBaseMs: 20 },
-      { source: withTimeout(c.sourceUri), destination: withTimeout(c.destinationUri) },
-    );
-    workers.push(w);
-    // copy reads hang past the socket timeout three times
-    await failPoint(
-      c.src,
-      { times: 3 },
-      {
-        failCommands: ['find', 'getMore'],
-        blockConnection: true,
-        blockTimeMS: 1500,
-      },
-    );
-    await w.job.start(request());
-    await waitFor(
-      () => w.job.progress().canCommit === true,
-      40_000,
-      'canCommit',
-      () => JSON.stringify(w.job.progress()),
-    );
-    const blocked = await failPoint(c.src, 'off');
-    // the change stream's getMores: interrupted (resumable) and cut, then destination writes hang
-    await failPoint(
-      c.src,
-      { times: 4 },
-      {
-        failCommands: ['getMore'],
-        errorCode: 11601,
-        errorLabels: ['ResumableChangeStreamError'],
-      },
-    );
-    await churn(c, 1, 100, 1000);
-    await failPoint(
-      c.dst,
-      { times: 2 },
-      {
-        failCommands: ['update', 'delete', 'insert'],
-        blockConnection: true,
-        blockTimeMS: 1500,
-      },
-    );
-    await churn(c, 2, 100, 1000);
-    await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit again');
-    const interrupted = await failPoint(c.src, 'off');
-    const blockedWrites = await failPoint(c.dst, 'off');
-    await w.job.commit();
-    await waitFor(() => w.job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
-    console.log(
-      `[faults] blocked reads ${blocked - 0}, interrupted getMores ${interrupted - blocked}, ` +
-        `blocked writes ${blockedWrites}: all survived; sync retries ${String(w.job.progress().retries ?? 0)}`,
-    );
-    expect(w.fatal).toEqual([]);
-    expect(blocked).toBeGreaterThan(0);
-    await expectEqualClusters(c);
-  });
-
-  it('authorization lost on the destination during change application stops the sync, named and located', async () => {
-    c = await startAuthClusters();
-    await seed(c, 200);
-    const w = await worker(c, { maxTransientRetries: 3, retryBaseMs: 10 });
-    workers.push(w);
-    await w.job.start(request());
-    await waitFor(() => w.job.progress().canCommit === true, 30_000, 'canCommit');
-    // The sync user loses its rights on the destination: every write is refused (13).
-    await failPoint(c.dst, 'alwaysOn', {
-      failCommands: ['update', 'delete', 'insert'],
-      errorCode: 13,
+      await failPoint(c.dst, 'off');
+      const progress = w.job.progress();
+      console.log(
+        `[faults] authorization lost: ${progress.error as string}: ${progress.failure as string}`,
+      );
+      // Not retried as if transient, not skipped: stopped, with the server's reason. The first
+      // write refused may be a lane's (then named DestinationWriteError, located on shop.items)
+      // or the checkpoint's (the sync's own metadata): either way the sync stops at once.
+      expect(Number(progress.retries ?? 0)).toBe(0);
+      expect(Number(progress.retriedOperations ?? 0)).toBe(0);
+      expect(progress.canCommit).toBe(false);
+      expect(String(progress.error)).toMatch(/^(DestinationWriteError|MongoServerError)$/);
+      expect(String(progress.failure)).toMatch(/failCommand|code 13/);
+      if (progress.error === 'DestinationWriteError') {
+        expect(progress.failureNamespace).toBe('shop.items');
+        expect(String(progress.failure)).toMatch(/write\(s\) to shop\.items failed: .*\(code 13\)/);
+      }
     });
-    await churn(c, 1, 20, 200);
-    await waitFor(
-      () => w.fatal.length > 0,
-      30_000,
-      'the sync to stop',
-      () => JSON.stringify(w.job.progress()),
-    );
-    await failPoint(c.dst, 'off');
-    const progress = w.job.progress();
-    console.log(
-      `[faults] authorization lost: ${progress.error as string}: ${progress.failure as string}`,
-    );
-    // Not retried as if transient, not skipped: stopped, with the server's reason. The first
-    // write refused may be a lane's (then named DestinationWriteError, located on shop.items)
-    // or the checkpoint's (the sync's own metadata): either way the sync stops at once.
-    expect(Number(progress.retries ?? 0)).toBe(0);
-    expect(Number(progress.retriedOperations ?? 0)).toBe(0);
-    expect(progress.canCommit).toBe(false);
-    expect(String(progress.error)).toMatch(/^(DestinationWriteError|MongoServerError)$/);
-    expect(String(progress.failure)).toMatch(/failCommand|code 13/);
-    if (progress.error === 'DestinationWriteError') {
-      expect(progress.failureNamespace).toBe('shop.items');
-      expect(String(progress.failure)).toMatch(/write\(s\) to shop\.items failed: .*\(code 13\)/);
-    }
-  });
 
-  it('a fault outlasting the retry budget stops the sync with a named, persisted error', async () => {
-    c = await startAuthClusters();
-    await seed(c, 500);
-    const w = await worker(c, { maxTransientRetries: 3, retryBaseMs: 10 });
-    workers.push(w);
-    await failPoint(c.dst, 'alwaysOn', { failCommands: ['insert'], errorCode: 262 });
-    await w.job.start(request());
-    await waitFor(
-      () => w.fatal.length > 0,
-      30_000,
-      'a fatal failure',
-      () => JSON.stringify(w.job.progress()),
-    );
-    expect(w.fatal[0]!.name).toBe('TransientFaultBudgetExhausted');
-    expect(w.fatal[0]!.message).toMatch(/4 transient failures in a row/);
-    const progress = w.job.progress();
-    expect(progress).toMatchObject({ error: 'TransientFaultBudgetExhausted', canCommit: false });
-    expect(String(progress.failure)).toMatch(
-      /shop\.items failed: Failing command via 'failCommand'/,
-    );
-    expect(Number(progress.retries)).toBe(3);
-    await failPoint(c.dst, 'off');
-    // persisted: a restarted worker shows it instead of spinning
-    await w.close();
-    workers.pop();
-    const again = await worker(c);
-    workers.push(again);
-    expect(again.job.progress()).toMatchObject({ error: 'TransientFaultBudgetExhausted' });
-    console.log(`[faults] budget: ${progress.failure as string}`);
-  });
-});
+    it('a fault outlasting the retry budget stops the sync with a named, persisted error', async () => {
+      c = await startAuthClusters();
+      await seed(c, 500);
+      const w = await worker(c, { maxTransientRetries: 3, retryBaseMs: 10 });
+      workers.push(w);
+      await failPoint(c.dst, 'alwaysOn', { failCommands: ['insert'], errorCode: 262 });
+      await w.job.start(request());
+      await waitFor(
+        () => w.fatal.length > 0,
+        30_000,
+        'a fatal failure',
+        () => JSON.stringify(w.job.progress()),
+      );
+      expect(w.fatal[0]!.name).toBe('TransientFaultBudgetExhausted');
+      expect(w.fatal[0]!.message).toMatch(/4 transient failures in a row/);
+      const progress = w.job.progress();
+      expect(progress).toMatchObject({ error: 'TransientFaultBudgetExhausted', canCommit: false });
+      expect(String(progress.failure)).toMatch(
+        /shop\.items failed: Failing command via 'failCommand'/,
+      );
+      expect(Number(progress.retries)).toBe(3);
+      await failPoint(c.dst, 'off');
+      // persisted: a restarted worker shows it instead of spinning
+      await w.close();
+      workers.pop();
+      const again = await worker(c);
+      workers.push(again);
+      expect(again.job.progress()).toMatchObject({ error: 'TransientFaultBudgetExhausted' });
+      console.log(`[faults] budget: ${progress.failure as string}`);
+    });
+  },
+);
