@@ -1,5 +1,5 @@
 import { ChangeApplier, type ChangeApplierOptions } from './change-applier';
-import { HistoryLostError } from './errors';
+import { CheckpointSaveError, HistoryLostError } from './errors';
 import {
   batch,
   crud,
@@ -64,6 +64,27 @@ async function runUntil(applier: ChangeApplier, done: () => boolean, timeoutMs =
 }
 
 describe('ChangeApplier', () => {
+  it('a resume point the destination refuses to save stops the run, named CheckpointSaveError', async () => {
+    const feed = new FakeFeed([batch([crud('insert', 1, 101, { v: 1 })])]);
+    const { applier, checkpoints } = setup(feed, {
+      retry: { attempts: 0 },
+    });
+    checkpoints.save = () =>
+      Promise.reject(
+        Object.assign(new Error('not authorized'), {
+          name: 'MongoServerError',
+          code: 13,
+          codeName: 'Unauthorized',
+        }),
+      );
+    const error = await applier.run(new AbortController().signal).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CheckpointSaveError);
+    expect(error).toMatchObject({ name: 'CheckpointSaveError', isRetryable: false });
+    expect((error as Error).message).toBe(
+      "saving the change stream's resume point in the destination's sync metadata failed: Unauthorized (code 13): not authorized",
+    );
+  });
+
   it('starts at T0, applies each document in event order and counts events', async () => {
     const feed = new FakeFeed([
       batch([crud('insert', 1, 101, { v: 1 }), crud('update', 1, 102, { v: 2 })]),

@@ -3,7 +3,7 @@ import type { ChangeEvent } from './change-event';
 import { CheckpointTracker, type StreamPosition } from './checkpoint-tracker';
 import { lagSeconds } from './commit-readiness';
 import { DDL_OPERATION_TYPES } from './ddl-event';
-import { ApplyError } from './errors';
+import { ApplyError, CheckpointSaveError } from './errors';
 import { laneOf } from './lane-router';
 import type {
   ChangeFeed,
@@ -349,7 +349,9 @@ export class ChangeApplier {
             savedAt,
           }),
         this.options.retry,
-      );
+      ).catch((error: unknown) => {
+        throw checkpointFailed(error);
+      });
       this.lastSavedToken = latest.token;
       this.lastSaveAt = now;
       this.appliedAtLastSave = this.totalApplied;
@@ -413,4 +415,19 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typ
       },
     );
   });
+}
+
+/** A failed save as CheckpointSaveError (named in progress), retryable unless refused with a code. */
+function checkpointFailed(error: unknown): unknown {
+  if (error instanceof ApplyError) return error;
+  const code = (error as { code?: unknown }).code;
+  const what =
+    error instanceof Error
+      ? `${String((error as { codeName?: unknown }).codeName ?? error.name)}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`
+      : String(error);
+  return new CheckpointSaveError(
+    `saving the change stream's resume point in the destination's sync metadata failed: ${what}`,
+    typeof code !== 'number' || isTransientFault(error),
+    { cause: error },
+  );
 }

@@ -52,3 +52,14 @@ export class DestinationWriteError extends ApplyError {
     super(message, isRetryable, options);
   }
 }
+
+/**
+ * The resume point could not be saved on the destination (its sync metadata refused the write:
+ * authorization lost, the metadata database made read-only...). Retryable when the cause was
+ * transient; the events themselves are applied, only the position is not recorded.
+ */
+export class CheckpointSaveError extends ApplyError {
+  constructor(message: string, isRetryable: boolean, options?: { cause?: unknown }) {
+    super(message, isRetryable, options);
+  }
+}
