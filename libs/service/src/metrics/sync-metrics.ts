@@ -81,18 +81,7 @@ export class SyncMetrics {
       'Documents copied by the initial copy (present only when the engine reports it).',
       (f) => f.copiedDocuments,
     );
-    new Counter<WorkerLabels>({
-      name: `${METRIC_PREFIX}events_applied_total`,
-      help: 'Change events applied to the destination since the change event application of this sync started (all operation types).',
-      labelNames: ['worker'],
-      registers,
-      collect() {
-        this.reset();
-        for (const f of figures())
-          if (f.eventsApplied !== null && f.eventsApplied >= 0)
-            this.inc({ worker: f.worker }, f.eventsApplied);
-      },
-    });
+    /** A per-worker counter whose value is the figure itself (reset and set at each scrape). */
     const counter = (name: string, help: string, pick: (f: InstanceFigures) => number | null) =>
       new Counter<WorkerLabels>({
         name: METRIC_PREFIX + name,
@@ -107,6 +96,11 @@ export class SyncMetrics {
           }
         },
       });
+    counter(
+      'events_applied_total',
+      'Change events applied to the destination since the change event application of this sync started (all operation types).',
+      (f) => f.eventsApplied,
+    );
     counter(
       'retries_total',
       'Runs of the sync restarted from the persisted state after a transient failure, since the worker process started.',
