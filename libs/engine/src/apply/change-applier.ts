@@ -19,7 +19,7 @@ import { compareTimestamps, maxTimestamp } from './timestamps';
 import { assertApplicable, translateEvent, type TranslationOptions } from './translate-event';
 import { WriteLane } from './write-lane';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
-import { isTransientFault } from '../faults/transient';
+import { describeFault, isTransientFault, worthRunningAgain } from '../faults/transient';
 
 export interface ChangeApplierOptions {
   feed: ChangeFeed;
@@ -420,14 +420,9 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typ
 /** A failed save as CheckpointSaveError (named in progress), retryable unless refused with a code. */
 function checkpointFailed(error: unknown): unknown {
   if (error instanceof ApplyError) return error;
-  const code = (error as { code?: unknown }).code;
-  const what =
-    error instanceof Error
-      ? `${String((error as { codeName?: unknown }).codeName ?? error.name)}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`
-      : String(error);
   return new CheckpointSaveError(
-    `saving the change stream's resume point in the destination's sync metadata failed: ${what}`,
-    typeof code !== 'number' || isTransientFault(error),
+    `saving the change stream's resume point in the destination's sync metadata failed: ${describeFault(error)}`,
+    worthRunningAgain(error),
     { cause: error },
   );
 }

@@ -2,7 +2,7 @@ import { BSON, EJSON, type Document } from 'bson';
 import { nsKey, type Namespace } from './change-event';
 import { ApplyError, DestinationWriteError } from './errors';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
-import { TRANSIENT_CODES, isTransientFault } from '../faults/transient';
+import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/transient';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 
@@ -260,21 +260,12 @@ function commandFailed(ns: Namespace, writes: number, error: unknown): Error {
     error instanceof ApplyError
       ? error
       : new DestinationWriteError(
-          `${writes} write(s) to ${nsKey(ns)} failed: ${describeServerError(error)}`,
-          // A server's refusal with a code repeats on every retry unless the code is transient;
-          // an error without one (a connection, a closed client) is worth running again.
-          typeof (error as { code?: unknown }).code !== 'number' || isTransientFault(error),
+          `${writes} write(s) to ${nsKey(ns)} failed: ${describeFault(error)}`,
+          worthRunningAgain(error),
           { cause: error },
         );
   (located as Error & { namespace?: string }).namespace ??= nsKey(ns);
   return located;
-}
-
-function describeServerError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const { code, codeName } = error as { code?: unknown; codeName?: unknown };
-  const what = typeof codeName === 'string' ? codeName : error.name;
-  return `${what}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`;
 }
 
 function isShapeConflict(code: number | undefined): boolean {

@@ -56,3 +56,22 @@ export function isTransientFault(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Whether running a failed operation again may succeed once its in-place retries are spent: a
+ * server's refusal with a code repeats unless the code is transient; an error without a code
+ * (a connection, a closed client) is worth running again.
+ */
+export function worthRunningAgain(error: unknown): boolean {
+  return (
+    typeof (error as { code?: unknown } | undefined)?.code !== 'number' || isTransientFault(error)
+  );
+}
+
+/** "<codeName, else the error's name> (code N): <message>", for a failure's text. */
+export function describeFault(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { code, codeName } = error as { code?: unknown; codeName?: unknown };
+  const what = typeof codeName === 'string' ? codeName : error.name;
+  return `${what}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`;
+}

@@ -1,7 +1,7 @@
 import type { Timestamp } from 'bson';
 import { ApiError } from '@sync/contracts';
 import { ApplyError } from '../apply/errors';
-import { TRANSIENT_CODES, isTransientFault, looksTransient } from '../faults/transient';
+import { TRANSIENT_CODES, looksTransient, worthRunningAgain } from '../faults/transient';
 import { RetryCounter, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { isSyncedNamespace } from '../apply/namespace-rules';
 import { CatalogEventRouter } from '../catalog/event-router';
@@ -514,8 +514,7 @@ export function isPermanent(error: Error): boolean {
   // A destination that rejected a document (a server error with a code) is permanent; a
   // connection that broke while writing is not.
   if (error instanceof CopyWriteError) {
-    const code = (error.cause as { code?: unknown } | undefined)?.code;
-    return typeof code === 'number' && !isTransientFault(error.cause);
+    return !worthRunningAgain(error.cause);
   }
   if (error instanceof ApplyError) return !error.isRetryable;
   return (
