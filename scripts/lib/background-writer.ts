@@ -3,6 +3,18 @@ import { order, rng } from './sample-data';
 
 const USER_WRITES_BLOCKED = 371;
 
+/**
+ * What ended an application writer: the server's code name; UserWritesBlocked also when only
+ * its code 371 came (a router reports a shard's refusal of a shard-key-changing update as a
+ * write error of its own, with the shard's code alone).
+ */
+export function writeErrorName(error: unknown): string {
+  if (!(error instanceof MongoServerError)) return String(error);
+  if (error.codeName === 'UserWritesBlocked' || error.code === USER_WRITES_BLOCKED)
+    return 'UserWritesBlocked';
+  return error.codeName ?? `code ${String(error.code)}`;
+}
+
 export interface WriterStats {
   inserts: number;
   updates: number;
@@ -45,17 +57,8 @@ export class BackgroundWriter {
         for (let k = 0; k < opsPerTick && this.running; k++) await this.oneWrite(orders, customers);
       } catch (err) {
         // Refusal after commit is the expected end; anything else is recorded for the caller.
-        // UserWritesBlocked (code 371): by name, or by code alone when a router reports a
-        // shard's refusal as a write error of its own.
-        const blocked =
-          err instanceof MongoServerError &&
-          (err.codeName === 'UserWritesBlocked' || err.code === USER_WRITES_BLOCKED);
-        if (blocked) this.stats.refused += 1;
-        this.stats.lastError = blocked
-          ? 'UserWritesBlocked'
-          : err instanceof MongoServerError
-            ? (err.codeName ?? `code ${String(err.code)}`)
-            : String(err);
+        this.stats.lastError = writeErrorName(err);
+        if (this.stats.lastError === 'UserWritesBlocked') this.stats.refused += 1;
         this.running = false;
         return;
       }

@@ -3,11 +3,11 @@ import {
   Decimal128,
   Int32,
   Long,
-  MongoServerError,
   ObjectId,
   type Document,
   type MongoClient,
 } from 'mongodb';
+import { writeErrorName } from '../../scripts/lib/background-writer';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { rng } from '../../scripts/lib/sample-data';
 import { stopAllProcesses } from '../helpers/processes';
@@ -204,14 +204,7 @@ class ShardedWriter {
       try {
         for (let k = 0; k < opsPerTick && this.running; k++) await this.oneWrite();
       } catch (error) {
-        // UserWritesBlocked by name, or by its code 371 alone: a shard-key-changing update is
-        // one the router reports as a write error of its own, with the shard's code only.
-        this.stats.lastError =
-          error instanceof MongoServerError
-            ? error.code === 371
-              ? 'UserWritesBlocked'
-              : (error.codeName ?? `code ${error.code}`)
-            : String(error);
+        this.stats.lastError = writeErrorName(error);
         this.running = false;
         return;
       }
