@@ -29,12 +29,14 @@ export interface MongoChangeFeedOptions {
  */
 export class MongoChangeFeed implements ChangeFeed {
   constructor(
-    private readonly client: MongoClient,
+    /** The cluster, or (a per-shard worker) how to reach its shard's replica set. */
+    private readonly client: MongoClient | (() => Promise<MongoClient>),
     private readonly options: MongoChangeFeedOptions = {},
   ) {}
 
   async open(start: StartPoint): Promise<ChangeFeedCursor> {
-    const stream = this.client.watch<Document, ChangeEvent>([], {
+    const client = typeof this.client === 'function' ? await this.client() : this.client;
+    const stream = client.watch<Document, ChangeEvent>([], {
       ...EXACT_BSON,
       showExpandedEvents: true,
       maxAwaitTimeMS: this.options.maxAwaitTimeMS ?? 1000,

@@ -83,8 +83,17 @@ export function mongoChangeApplication(
       ports: (ctx) => {
         const source = directory.client(ctx.job.source.name);
         const destination = directory.client(ctx.job.destination.name);
+        const shard = ctx.job.shard;
         return {
-          feed: new MongoChangeFeed(source, options.feed),
+          // A per-shard worker reads its own shard's stream, connected to the shard directly;
+          // its getMores return sooner, so that its read mark (which the other workers wait
+          // for) follows an idle shard closely.
+          feed: shard
+            ? new MongoChangeFeed(() => directory.shardClient(ctx.job.source.name, shard.id), {
+                maxAwaitTimeMS: 250,
+                ...options.feed,
+              })
+            : new MongoChangeFeed(source, options.feed),
           writer: new MongoChangeWriter(destination),
           lookup: new MongoDocumentLookup(source),
           checkpoints: new MongoCheckpointStore(destination, `changeEvents:${ctx.checkpointKey}`),

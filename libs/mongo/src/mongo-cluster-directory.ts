@@ -4,6 +4,7 @@ import type {
   DestinationCluster,
   JobStore,
   SourceCluster,
+  WatermarkStore,
 } from '@sync/engine';
 import { MongoClient } from 'mongodb';
 import { displayHost } from './connection-string';
@@ -12,6 +13,7 @@ import { MongoCoordinationStore } from './mongo-coordination-store';
 import { MongoJobStore } from './mongo-job-store';
 import { MongoSourceCluster } from './mongo-source-cluster';
 import { ShardConnections } from './shard-connections';
+import { MongoWatermarkStore } from './mongo-watermark-store';
 
 interface Entry {
   client: MongoClient;
@@ -20,6 +22,9 @@ interface Entry {
   destination: MongoDestinationCluster;
   store: MongoJobStore;
   coordination: MongoCoordinationStore;
+  watermarks: MongoWatermarkStore;
+  /** Per shard id: its direct client and source port, once resolved through listShards. */
+  shardSources: Map<string, Promise<{ client: MongoClient; source: MongoSourceCluster }>>;
 }
 
 /**
@@ -49,6 +54,8 @@ export class MongoClusterDirectory implements ClusterDirectory {
         destination: new MongoDestinationCluster(client, host),
         store: new MongoJobStore(client, syncID),
         coordination: new MongoCoordinationStore(client),
+        watermarks: new MongoWatermarkStore(client),
+        shardSources: new Map(),
       });
     }
   }
@@ -73,6 +80,42 @@ export class MongoClusterDirectory implements ClusterDirectory {
     return this.entry(name).coordination;
   }
 
+  watermarks(name: string): WatermarkStore {
+    return this.entry(name).watermarks;
+  }
+
+  async shardSource(name: string, shardId: string): Promise<SourceCluster> {
+    return (await this.shard(name, shardId)).source;
+  }
+
+  /** The direct client of one shard of a sharded cluster (a per-shard worker's change stream). */
+  async shardClient(name: string, shardId: string): Promise<MongoClient> {
+    return (await this.shard(name, shardId)).client;
+  }
+
+  private shard(
+    name: string,
+    shardId: string,
+  ): Promise<{ client: MongoClient; source: MongoSourceCluster }> {
+    const entry = this.entry(name);
+    let found = entry.shardSources.get(shardId);
+    if (!found) {
+      found = (async () => {
+        const listed = await entry.client.db('admin').command({ listShards: 1 });
+        const shards = (listed.shards as Array<{ _id: unknown; host: unknown }> | undefined) ?? [];
+        const shard = shards.find((s) => String(s._id) === shardId);
+        if (!shard)
+          throw new Error(`the cluster ${name} lists no shard ${JSON.stringify(shardId)}`);
+        const host = String(shard.host);
+        const client = entry.shards.client(host);
+        return { client, source: new MongoSourceCluster(client, `${shardId} (${hostsOf(host)})`) };
+      })();
+      found.catch(() => entry.shardSources.delete(shardId));
+      entry.shardSources.set(shardId, found);
+    }
+    return found;
+  }
+
   /** The driver client of a launched cluster (change application adapters). */
   client(name: string): MongoClient {
     return this.entry(name).client;
@@ -89,4 +132,10 @@ export class MongoClusterDirectory implements ClusterDirectory {
     if (!entry) throw new Error(`cluster ${JSON.stringify(name)} was not configured at launch`);
     return entry;
   }
+}
+
+/** `rs0/h1:27018,h2:27018` → `h1:27018,h2:27018` (no credentials are ever in a shard host). */
+function hostsOf(shardHost: string): string {
+  const slash = shardHost.indexOf('/');
+  return slash >= 0 ? shardHost.slice(slash + 1) : shardHost;
 }

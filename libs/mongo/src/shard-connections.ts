@@ -51,6 +51,9 @@ export class ShardConnections {
       client = new MongoClient(shardConnectionString(this.routerUri, shardHost), {
         appName: 'cluster-sync',
         readPreference: 'primary',
+        readConcern: { level: 'majority' },
+        writeConcern: { w: 'majority' },
+        retryReads: true,
         serverSelectionTimeoutMS: 10_000,
       });
       this.clients.set(shardHost, client);

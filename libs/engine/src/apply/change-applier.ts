@@ -21,6 +21,24 @@ import { WriteLane } from './write-lane';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { describeFault, isTransientFault, worthRunningAgain } from '../faults/transient';
 
+/**
+ * Cluster-time ordering between workers that each read one shard's stream (a per-shard sync;
+ * shards/watermark-gate.ts). Absent for a lone worker, which reads the whole source in order.
+ */
+export interface ApplyGate {
+  /** An event at `time` may be applied now (no round trip). */
+  allows(time: Timestamp): boolean;
+  /** Waits until it may; `own`: this worker's DDL at `time`. The lanes are drained. */
+  admit(time: Timestamp, signal: AbortSignal, own?: { token: string }): Promise<void>;
+  /** Announces a DDL read from this worker's stream, before the read mark passes it. */
+  announce(token: string, clusterTime: Timestamp, event: ChangeEvent): Promise<void>;
+  markApplied(token: string): Promise<void>;
+  noteRead(time: Timestamp | undefined): void;
+  noteApplied(time: Timestamp | undefined): void;
+  /** An empty read: an idle shard may need moving on. */
+  idle(): void;
+}
+
 export interface ChangeApplierOptions {
   feed: ChangeFeed;
   writer: ChangeWriter;
@@ -46,12 +64,16 @@ export interface ChangeApplierOptions {
    * happened (the stream is reopened after the last batch read) before they end the run.
    */
   retry?: InPlaceRetryOptions;
+  /** Per-shard sync: the cluster-time order across workers. */
+  gate?: ApplyGate;
 }
 
 export interface ApplierStats {
   running: boolean;
   totalEventsApplied: number;
   ignoredEvents: number;
+  /** Documents made exact from the source after the halves of a move between shards met. */
+  movesRepaired: number;
   /** Events read and not yet applied. */
   pendingEvents: number;
   /** Cluster time of the latest applied event. */
@@ -81,6 +103,8 @@ export class ChangeApplier {
   private failure: unknown;
   private totalApplied = 0;
   private ignored = 0;
+  /** Documents made exact from the source after a move's halves met (per-shard workers). */
+  private movesRepaired = 0;
   private lastEventTime: Timestamp | undefined;
   private startTime: Timestamp;
   private lastSavedToken: unknown;
@@ -90,6 +114,11 @@ export class ChangeApplier {
   private saving: Promise<void> = Promise.resolve();
   private backgroundSave = false;
   private waiters = new Set<() => void>();
+  /**
+   * Per-shard: the time of the event this worker waits to apply, everything read before it
+   * applied (its lanes drained). A drain to a point before it is complete.
+   */
+  private blockedAt: Timestamp | undefined;
 
   constructor(private readonly options: ChangeApplierOptions) {
     this.startTime = options.startAtOperationTime;
@@ -100,6 +129,7 @@ export class ChangeApplier {
       running: this.running,
       totalEventsApplied: this.totalApplied,
       ignoredEvents: this.ignored,
+      movesRepaired: this.movesRepaired,
       pendingEvents: this.tracker.pending,
       lastAppliedEventTime: this.lastEventTime,
       appliedTime: this.appliedTime,
@@ -133,7 +163,10 @@ export class ChangeApplier {
       );
       this.lastSavedToken = saved?.resumeToken;
       this.lanes = Array.from({ length: this.options.lanes ?? 8 }, () => this.newLane());
-      this.tracker.onAdvance(() => this.notify());
+      this.tracker.onAdvance(() => {
+        this.options.gate?.noteApplied(this.tracker.safePosition?.clusterTime);
+        this.notify();
+      });
 
       cursor = await this.openFeed(start, signal);
       // Where the stream is reopened after a transient read failure: after the last batch,
@@ -164,12 +197,31 @@ export class ChangeApplier {
         const lastEvent = batch.events[batch.events.length - 1];
         if (batch.resumeToken) readPosition = { resumeAfter: batch.resumeToken };
         else if (lastEvent) readPosition = { resumeAfter: lastEvent._id };
+        const gate = this.options.gate;
+        if (gate) await this.announceBatch(gate, batch.events, batch.highWaterTime);
         let batchTime: Timestamp | undefined;
         for (const event of batch.events) {
           if (this.failure !== undefined) break;
           const position = positionOf(event);
           batchTime = maxTimestamp(batchTime, position.clusterTime);
-          const barrier = this.dispatch(event, position);
+          if (gate && position.clusterTime && !gate.allows(position.clusterTime)) {
+            // Another shard's DDL or read mark holds this event: apply what is read before it,
+            // then wait (the others see this worker's applied mark at the event).
+            await this.drainLanes();
+            if (this.failure !== undefined) break;
+            this.blockedAt = position.clusterTime;
+            this.notify();
+            try {
+              await gate.admit(position.clusterTime, signal);
+            } catch (error) {
+              if (signal.aborted) break;
+              this.fail(locate(error, event, position));
+              break;
+            } finally {
+              this.blockedAt = undefined;
+            }
+          }
+          const barrier = this.dispatch(event, position, signal);
           if (barrier) await barrier;
         }
         if (this.failure !== undefined) break;
@@ -207,7 +259,9 @@ export class ChangeApplier {
     for (;;) {
       if (this.failure !== undefined) throw this.failure;
       const applied = this.tracker.safePosition?.clusterTime;
-      if (applied && compareTimestamps(applied, commitPoint) >= 0) {
+      const blockedPast =
+        this.blockedAt !== undefined && compareTimestamps(this.blockedAt, commitPoint) > 0;
+      if ((applied && compareTimestamps(applied, commitPoint) >= 0) || blockedPast) {
         await this.maybeCheckpoint(true);
         return;
       }
@@ -217,8 +271,36 @@ export class ChangeApplier {
     }
   }
 
+  /**
+   * Per-shard sync: every DDL of a batch is announced before the read mark passes it, and the
+   * mark moves to the batch's end (its high-water time on an empty batch).
+   */
+  private async announceBatch(
+    gate: ApplyGate,
+    events: ChangeEvent[],
+    highWater: Timestamp | undefined,
+  ): Promise<void> {
+    let last: Timestamp | undefined;
+    for (const event of events) {
+      const position = positionOf(event);
+      last = maxTimestamp(last, position.clusterTime);
+      if (!DDL_OPERATION_TYPES.has(event.operationType) || !position.clusterTime) continue;
+      await retryInPlace(
+        'DDL announcement',
+        () => gate.announce(tokenData(position.token), position.clusterTime!, event),
+        this.options.retry,
+      );
+    }
+    gate.noteRead(maxTimestamp(highWater, last));
+    if (events.length === 0) gate.idle();
+  }
+
   /** Returns a promise only for DDL (a barrier); document events are dispatched synchronously. */
-  private dispatch(event: ChangeEvent, position: StreamPosition): Promise<void> | undefined {
+  private dispatch(
+    event: ChangeEvent,
+    position: StreamPosition,
+    signal?: AbortSignal,
+  ): Promise<void> | undefined {
     const type = event.operationType;
     try {
       assertApplicable(event);
@@ -227,10 +309,17 @@ export class ChangeApplier {
       return undefined;
     }
     if (DDL_OPERATION_TYPES.has(type)) {
+      const gate = this.options.gate;
       return (async () => {
         await this.drainLanes();
+        const token = tokenData(position.token);
+        if (gate && position.clusterTime && signal) {
+          await gate.admit(position.clusterTime, signal, { token });
+        }
         const seq = this.tracker.add(position);
         await this.options.router.applyDdl(event, position);
+        if (gate)
+          await retryInPlace('DDL release', () => gate.markApplied(token), this.options.retry);
         this.applied([seq], position.clusterTime);
       })().catch((error) => this.fail(locate(error, event, position)));
     }
@@ -244,7 +333,9 @@ export class ChangeApplier {
         translation = translateEvent(
           { ...event, ns: route.ns },
           () => true,
-          this.options.translation,
+          this.options.gate
+            ? { ...this.options.translation, perShard: true }
+            : this.options.translation,
           route.key,
         );
       }
@@ -286,6 +377,8 @@ export class ChangeApplier {
       onApplied: (seqs) => this.applied(seqs),
       onError: (error) => this.fail(error),
       retry: this.options.retry,
+      perShard: this.options.gate !== undefined,
+      onMoveRepaired: (n) => (this.movesRepaired += n),
     });
   }
 
@@ -391,6 +484,12 @@ function locate(error: unknown, event: ChangeEvent, position: StreamPosition): u
     located.eventTime ??= position.clusterTime;
   }
   return error;
+}
+
+/** Resume token `_data` (hex KeyString: lexicographic order is stream order). */
+export function tokenData(token: unknown): string {
+  const data = (token as { _data?: unknown } | null)?._data;
+  return typeof data === 'string' ? data : JSON.stringify(data ?? token);
 }
 
 function positionOf(event: ChangeEvent): StreamPosition {

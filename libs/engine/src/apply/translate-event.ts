@@ -15,7 +15,16 @@ import { translateReplace } from './replace-event';
 import { translateUpdate, type UpdateTranslationOptions } from './update-event';
 import type { DocumentWrite } from './write-step';
 
-export type TranslationOptions = UpdateTranslationOptions & DdlTranslationOptions;
+export type TranslationOptions = UpdateTranslationOptions &
+  DdlTranslationOptions & {
+    /**
+     * A per-shard worker: other workers apply other shards' events at their own pace, so a
+     * write may never remove a document by `_id` alone (the other shard's newer version of a
+     * moved document would go with it). A replace that may have changed the shard key is made
+     * exact from the source instead (see replace-event.ts).
+     */
+    perShard?: boolean;
+  };
 
 export type Translation =
   | { kind: 'document'; write: DocumentWrite }
@@ -66,7 +75,7 @@ export function translateEvent(
       steps = translateUpdate(event, options);
       break;
     case 'replace':
-      steps = translateReplace(event);
+      steps = translateReplace(event, options.perShard === true);
       break;
     case 'delete':
       steps = translateDelete(event);

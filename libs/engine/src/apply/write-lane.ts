@@ -5,6 +5,7 @@ import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place
 import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/transient';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
+import { moveByLookup } from './update-event';
 
 export interface WriteLaneDeps {
   writer: ChangeWriter;
@@ -14,6 +15,14 @@ export interface WriteLaneDeps {
   onError(error: unknown): void;
   /** Transient failures of a bulk or a lookup are retried here before they fail the lane. */
   retry?: InPlaceRetryOptions;
+  /**
+   * A per-shard worker (see TranslationOptions.perShard): a document whose halves meet under
+   * two shard keys is made exact from the source (removed by `_id`, then looked up) instead of
+   * being removed by `_id` and written from this shard's event alone.
+   */
+  perShard?: boolean;
+  /** Counts documents made exact from the source after their halves met (progress). */
+  onMoveRepaired?(documents: number): void;
 }
 
 interface PendingDoc {
@@ -56,7 +65,12 @@ export class WriteLane {
       // On a sharded source the documentKey carries the shard key: a pending write under an
       // OLD key (e.g. the delete half of a shard-key move) is not covered by an upsert under
       // the new one. Superseding it, remove the document by _id first, wherever it is.
-      if (entry && [...entry.steps, ...steps].some(hasShardKeyFilter)) {
+      if (entry && this.deps.perShard) {
+        // Same document key throughout: the last state replaces the pending ones as it is.
+        // Another key: made exact from the source (never removed by `_id` alone).
+        if (!sameKeys([...entry.steps, ...steps]))
+          steps.splice(0, steps.length, ...moveByLookup(keyOf(steps[0]) ?? {}));
+      } else if (entry && [...entry.steps, ...steps].some(hasShardKeyFilter)) {
         const first = steps[0];
         const id = keyOf(first)?._id;
         if (!(first?.kind === 'delete' && Object.keys(first.filter).length === 1)) {
@@ -132,14 +146,44 @@ export class WriteLane {
     // Only a replayed update that met a newer document shape (see update-event.ts) is re-read
     // from the source; any other failure — a duplicate key, a write concern error reported per
     // op, a replace or delete failing — stops the lane.
+    // A per-shard worker's upsert that meets another version of the document under another
+    // shard key (a duplicate `_id`: the halves of a move between shards, applied by two workers
+    // at their own pace) is made exact from the source: every version removed by `_id`, then
+    // the source's current version written.
+    const moved: WriteFailure[] = [];
+    const reshaped: WriteFailure[] = [];
     for (const failure of failures) {
       const op = ops[failure.index];
-      if (op?.kind !== 'update' || !isShapeConflict(failure.code)) {
+      if (
+        this.deps.perShard &&
+        op?.kind === 'replace' &&
+        failure.code === 11000 &&
+        hasShardKeyFilter(op)
+      ) {
+        moved.push(failure);
+      } else if (op?.kind === 'update' && isShapeConflict(failure.code)) {
+        reshaped.push(failure);
+      } else {
         throw writeError(ns, op, failure);
       }
     }
+    if (moved.length > 0) {
+      const byId = moved.map((f) => ({ _id: ops[f.index].filter._id as unknown }));
+      const removed = await this.write(
+        ns,
+        byId.map((filter) => ({ kind: 'delete' as const, filter })),
+      );
+      if (removed.length > 0) throw writeError(ns, undefined, removed[0]);
+      reshaped.push(...moved);
+      this.deps.onMoveRepaired?.(moved.length);
+    }
     const fallback = await Promise.all(
-      failures.map((f) => this.resolveLookup(ns, ops[f.index].filter)),
+      reshaped.map((f) =>
+        this.resolveLookup(
+          ns,
+          moved.includes(f) ? { _id: ops[f.index].filter._id } : ops[f.index].filter,
+        ),
+      ),
     );
     const second = await this.write(ns, fallback);
     if (second.length > 0) throw writeError(ns, fallback[second[0].index], second[0]);
@@ -305,6 +349,17 @@ function valueAt(doc: Document, path: string): unknown {
 function keyOf(step: WriteStep | undefined): Document | undefined {
   if (!step) return undefined;
   return step.kind === 'lookup' ? step.documentKey : step.filter;
+}
+
+/** Every step addressed by the same document key (byte for byte). */
+function sameKeys(steps: WriteStep[]): boolean {
+  const first = keyOf(steps[0]);
+  if (!first) return true;
+  const bytes = BSON.serialize(first);
+  return steps.every((step) => {
+    const key = keyOf(step);
+    return !!key && Buffer.compare(BSON.serialize(key), bytes) === 0;
+  });
 }
 
 /** A step addressed by more than `_id` (a sharded source's documentKey). */

@@ -10,7 +10,6 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { JobSession } from '../job/job-session';
-import type { DdlBarrier } from '../shards/shard-sync';
 import { defaultIndexName } from '../prepare/sharding-plan';
 import { planDdl, type DdlPlan } from './ddl-plan';
 import { describeNamespace, uuidHex } from './namespace-catalog';
@@ -44,12 +43,7 @@ export interface EventRouterDeps {
   /** Prepares and copies a collection that entered the sync (persisted as `copy: 'pending'`). */
   copyIn(record: NamespaceRecord): Promise<void>;
   logger: EngineLogger;
-  /** Per-shard sync: DDL events are applied once, by the coordinator, behind this barrier. */
-  barrier?: DdlBarrier;
 }
-
-/** Document events: a per-shard worker applies only those of documents assigned to it. */
-const DOCUMENT_EVENTS = new Set(['insert', 'update', 'replace', 'delete']);
 
 /** Resume token `_data` (hex KeyString: lexicographic order is stream order). */
 function tokenData(token: ResumeToken): string {
@@ -79,12 +73,6 @@ export class CatalogEventRouter implements EventRouter {
     const uuid = uuidHex(event.collectionUUID);
     const record = uuid !== undefined ? catalog.byKey(uuid) : catalog.byName(db, coll);
     if (record) {
-      const ownership = this.deps.session.ownership;
-      if (ownership && DOCUMENT_EVENTS.has(event.operationType)) {
-        const shard = this.job.shard!;
-        const owner = ownership.assignee(db, uuid, event.documentKey ?? {}, shard.members);
-        if (owner !== shard.id) return { ignore: 'other-worker' };
-      }
       return {
         ns: { db: record.database, coll: record.collection },
         key: record.key,
@@ -114,16 +102,31 @@ export class CatalogEventRouter implements EventRouter {
     event: ChangeEvent,
     position: { token: ResumeToken; clusterTime?: Timestamp },
   ): Promise<void> {
+    await this.handleDdl(event, position, true);
+  }
+
+  /**
+   * Per-shard sync: another worker's DDL, applied on the destination by that worker (whose
+   * shard stream holds it). Only its effect on this worker's catalog is recorded, in one job
+   * write with its position, before this worker applies anything after it.
+   */
+  async recordForeignDdl(
+    event: ChangeEvent,
+    position: { token: ResumeToken; clusterTime?: Timestamp },
+  ): Promise<void> {
+    await this.handleDdl(event, position, false);
+  }
+
+  private async handleDdl(
+    event: ChangeEvent,
+    position: { token: ResumeToken; clusterTime?: Timestamp },
+    applyHere: boolean,
+  ): Promise<void> {
     const clusterTime = position.clusterTime ?? event.clusterTime;
     if (!clusterTime)
       throw new ApplyError(`a ${event.operationType} event has no cluster time`, false);
     const token = tokenData(position.token);
-    if (this.alreadyApplied(clusterTime, token)) {
-      // The coordinator may have crashed between applying its last DDL and releasing it.
-      if (this.deps.barrier && token === this.job.ddlApplied?.token)
-        await this.deps.barrier.release(token);
-      return;
-    }
+    if (this.alreadyApplied(clusterTime, token)) return;
     const plan = await planDdl(event, {
       catalog: this.deps.session.catalog,
       selected: this.deps.selected,
@@ -131,30 +134,34 @@ export class CatalogEventRouter implements EventRouter {
       listedUntil: this.job.listedUntil,
       describeIncoming: (to, uuid) => this.describeIncoming(to, uuid),
     });
-    if (!plan) return;
-    const barrier = this.deps.barrier;
-    const label = `${event.operationType} ${event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : ''}`;
-    await barrier?.pass(token, label);
-    const applyHere = !barrier || barrier.coordinating;
+    if (!plan) {
+      // Nothing to do here; a foreign DDL is still recorded as passed.
+      if (!applyHere)
+        await this.deps.session.save((job) => void (job.ddlApplied = { clusterTime, token }));
+      return;
+    }
     if (applyHere) await this.runDestination(plan);
     await this.deps.session.save((job) => {
       plan.catalog(this.deps.session.catalog);
-      // A follower's share of a collection the coordinator copies in is that copy.
+      // Another worker's copy-in of a collection that entered the sync is the whole copy.
       if (!applyHere && plan.copyIn) {
         const record = this.deps.session.catalog.byKey(plan.copyIn.key);
         if (record) record.copy = 'done';
       }
       job.ddlApplied = { clusterTime, token };
     });
-    this.deps.logger.info(applyHere ? 'DDL applied' : 'DDL recorded (applied by the coordinator)', {
-      operation: event.operationType,
-      namespace: event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : undefined,
-      clusterTime: clusterTime.toString(),
-    });
+    this.deps.logger.info(
+      applyHere ? 'DDL applied' : "DDL recorded (applied by its shard's worker)",
+      {
+        operation: event.operationType,
+        namespace: event.ns ? `${event.ns.db}.${event.ns.coll ?? ''}` : undefined,
+        clusterTime: clusterTime.toString(),
+      },
+    );
+    // The others wait for this worker's release, which follows the copy-in: no worker writes
+    // into a collection still being copied.
     if (applyHere && plan.copyIn)
       await this.deps.copyIn(this.deps.session.catalog.byKey(plan.copyIn.key)!);
-    // Released only after the copy-in: no worker writes into a collection still being copied.
-    await barrier?.release(token);
   }
 
   private alreadyApplied(time: Timestamp, token: string): boolean {

@@ -2,6 +2,7 @@ import type { Document } from 'bson';
 import type { BuildIndexesMode } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import type { EngineLogger } from '../ports/engine-logger';
+import type { SourceCluster } from '../ports/source-cluster';
 import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { prepareCollection } from '../prepare/destination-preparer';
 import {
@@ -43,12 +44,19 @@ export class CopyRunner {
   async copyPending(signal: AbortSignal): Promise<CopyOutcome> {
     const pending = this.session.catalog.pendingCopies();
     if (pending.length === 0) return 'completed';
-    // A per-shard worker's initial copy: unsharded collections are copied by the worker of
-    // their database's primary shard, sharded ones by every worker, each keeping the
-    // documents assigned to it (ShardOwnership.assignee). (A collection that enters the sync later is copied whole by the coordinator.)
+    // A per-shard worker's initial copy reads its own shard only, connected directly: the
+    // sharded collections whose chunks it owned at T0 (documents outside those chunks —
+    // orphans a migration left behind — are not copied, as mongos would not return them) and
+    // the unsharded collections of the databases its shard is primary of. (A collection that
+    // enters the sync later is copied whole, through the routers, by the worker whose shard
+    // stream announced it.)
     const owners = this.owners();
     const mine = owners
-      ? pending.filter((r) => owners.ownership.sharded(r.key) || owners.primaryOf(r) === owners.me)
+      ? pending.filter((r) =>
+          owners.ownership.sharded(r.key)
+            ? owners.ownsChunks(r.key)
+            : owners.primaryOf(r) === owners.me,
+        )
       : pending;
     await this.partition(
       mine.filter((r) => r.partitionSet === undefined),
@@ -56,7 +64,8 @@ export class CopyRunner {
     );
     if (signal.aborted) return 'aborted';
     const partitions = mine.flatMap((r) => this.session.partitionsOf(r.key));
-    const outcome = await this.copier().run(partitions, signal);
+    const source = owners ? await this.session.readSource() : this.session.source;
+    const outcome = await this.copier(source).run(partitions, signal);
     if (outcome === 'aborted' || signal.aborted) return 'aborted';
     const keys = new Set(pending.map((r) => r.key));
     await this.session.save((job) => {
@@ -121,10 +130,10 @@ export class CopyRunner {
     session.partitions = [...session.partitions, ...fresh];
   }
 
-  private copier(): Copier {
+  private copier(source: SourceCluster): Copier {
     const { session } = this;
     return new Copier(
-      session.source,
+      source,
       session.destination,
       session.store,
       session.tally,
@@ -143,10 +152,12 @@ export class CopyRunner {
     const { job } = this.session;
     const ownership = this.session.ownership;
     if (!ownership || job.phase !== 'prepared') return null;
+    const me = job.shard!.id;
     return {
       ownership,
-      me: job.shard!.id,
-      members: job.shard!.members,
+      me,
+      ownsChunks: (key: string) =>
+        ownership.sharded(key)?.chunks.some((c) => c.shard === me) === true,
       primaryOf: (r: NamespaceRecord) => ownership.primaryOf(r.database),
     };
   }
@@ -159,8 +170,7 @@ export class CopyRunner {
     const keep =
       owners && owners.ownership.sharded(record.key)
         ? (doc: Document) =>
-            owners.ownership.assignee(record.database, record.key, doc, owners.members) ===
-            owners.me
+            owners.ownership.ownerOf(record.database, record.key, doc) === owners.me
         : undefined;
     return {
       source: this.sourceNames.get(record.key) ?? destination,

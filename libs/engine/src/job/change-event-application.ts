@@ -52,6 +52,7 @@ export class ChangeEventApplication implements ChangeApplication {
       translation: { buildIndexes: ctx.job.request.buildIndexes },
       now: () => clock.now(),
       ...(ctx.retry ? { retry: ctx.retry } : {}),
+      ...(ctx.gate ? { gate: ctx.gate } : {}),
     });
     this.applier = applier;
     const stopPolling = new AbortController();

@@ -13,7 +13,7 @@ export function openSession(
   clock: Clock,
 ): JobSession {
   const { job, partitions } = persisted;
-  return new JobSession(
+  const session = new JobSession(
     job,
     partitions,
     clusters.source(job.source.name),
@@ -24,6 +24,12 @@ export function openSession(
     job.shard ? clusters.coordination(job.destination.name) : undefined,
     clusters.source(job.destination.name),
   );
+  const shard = job.shard;
+  if (shard) {
+    session.watermarks = clusters.watermarks(job.destination.name);
+    session.useShardSource(() => clusters.shardSource(job.source.name, shard.id));
+  }
+  return session;
 }
 
 /** The background runner of a job, tuned from the engine's options. */

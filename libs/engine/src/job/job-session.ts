@@ -7,6 +7,7 @@ import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { CoordinationStore } from '../ports/coordination-store';
 import { ShardOwnership } from '../shards/ownership';
+import type { WatermarkStore } from '../ports/watermark-store';
 
 /**
  * A deep copy of plain objects, arrays and dates; BSON values (Timestamp, Binary, Int32...) are
@@ -80,6 +81,29 @@ export class JobSession {
   }
 
   private owners: { snapshot: unknown; ownership: ShardOwnership } | null = null;
+
+  /** Per-shard sync: the cluster-time watermarks every worker publishes (shards/watermark-gate). */
+  watermarks?: WatermarkStore;
+  private shard?: { resolve: () => Promise<SourceCluster>; source?: Promise<SourceCluster> };
+
+  /** Per-shard sync: how to reach this worker's own shard directly. */
+  useShardSource(resolve: () => Promise<SourceCluster>): void {
+    this.shard = { resolve };
+  }
+
+  /**
+   * Where this worker reads documents and change events: its own shard for a per-shard worker
+   * (connected directly, so the source is read once in total), the whole source otherwise.
+   */
+  readSource(): Promise<SourceCluster> {
+    const shard = this.shard;
+    if (!shard) return Promise.resolve(this.source);
+    shard.source ??= shard.resolve().catch((error: unknown) => {
+      shard.source = undefined; // a failed connection is tried again by the next run
+      throw error;
+    });
+    return shard.source;
+  }
 
   /**
    * Which source shard owns a document, from the chunk map taken at start (a per-shard worker

@@ -1,5 +1,6 @@
 import type { Timestamp } from 'bson';
 import type { EventRouter } from '../apply/ports';
+import type { ApplyGate } from '../apply/change-applier';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord } from '../ports/job-store';
@@ -22,6 +23,8 @@ export interface PhaseContext {
   signal: AbortSignal;
   /** How single operations are retried in place (and counted) before a failure ends the run. */
   retry?: InPlaceRetryOptions;
+  /** Per-shard sync: the cluster-time order across the workers (each reads its own shard). */
+  gate?: ApplyGate;
 }
 
 export interface ChangeApplicationStatus {

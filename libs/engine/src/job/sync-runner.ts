@@ -13,7 +13,9 @@ import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import { prepareDestination } from '../prepare/destination-preparer';
 import { presplitRangeKey } from '../prepare/presplit';
-import { DdlBarrier, sameRequest, waitForCoordination } from '../shards/shard-sync';
+import { sameRequest, waitForCoordination } from '../shards/shard-sync';
+import { WatermarkGate, justBefore } from '../shards/watermark-gate';
+import type { ChangeEvent } from '../apply/change-event';
 import { HistoryGuard, type HistoryGuardOptions } from './history-guard';
 import { BalancerWatch } from '../shards/balancer-watch';
 import { deepSnapshot } from './job-session';
@@ -430,47 +432,80 @@ export class SyncRunner {
         this.untilChangesCaughtUp(signal),
       );
     }
-    await cea.run({
-      job,
-      startAt: job.t0,
-      checkpointKey: `${this.options.syncID}|r${job.reversals ?? 0}`,
-      retry: this.inPlaceRetry,
-      router: new CatalogEventRouter({
-        session,
-        destination: session.destination,
-        source: session.source,
-        selected: (db, coll) => isSyncedNamespace(db, coll, selected),
-        buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
-        logger: this.options.logger,
-        ...(job.shard && session.coordination
-          ? {
-              barrier: new DdlBarrier(session.coordination, job.shard, {
-                clock: this.options.clock,
-                signal,
-                waiting: (w) => void (this.waitingFor = w),
-              }),
-            }
-          : {}),
-        copyIn: async (record) => {
-          this.copying = true;
-          try {
-            const outcome = await copy.copyIn(
-              record,
-              job.request.buildIndexes ?? 'beforeDataCopy',
-              signal,
-            );
-            if (outcome === 'aborted')
-              throw new ApplyError('stopped while copying a collection', true);
-          } finally {
-            this.copying = false;
-          }
-        },
-      }),
-      source: session.source,
+    const router = new CatalogEventRouter({
+      session,
       destination: session.destination,
+      source: session.source,
+      selected: (db, coll) => isSyncedNamespace(db, coll, selected),
+      buildIndexes: job.request.buildIndexes ?? 'beforeDataCopy',
       logger: this.options.logger,
-      signal,
+      copyIn: async (record) => {
+        this.copying = true;
+        try {
+          const outcome = await copy.copyIn(
+            record,
+            job.request.buildIndexes ?? 'beforeDataCopy',
+            signal,
+          );
+          if (outcome === 'aborted')
+            throw new ApplyError('stopped while copying a collection', true);
+        } finally {
+          this.copying = false;
+        }
+      },
     });
+    const gate = await this.shardGate(session, router, signal);
+    try {
+      await cea.run({
+        job,
+        startAt: job.t0,
+        checkpointKey: `${this.options.syncID}|r${job.reversals ?? 0}`,
+        retry: this.inPlaceRetry,
+        router,
+        ...(gate ? { gate } : {}),
+        source: session.source,
+        destination: session.destination,
+        logger: this.options.logger,
+        signal,
+      });
+    } finally {
+      await gate?.stop();
+    }
+  }
+
+  /**
+   * A per-shard worker's place in the cluster-time order of the sync (shards/watermark-gate):
+   * it publishes how far it has read and applied its own shard, and waits for the others where
+   * a DDL or another shard's unread history could precede its next event. Null: a lone worker.
+   */
+  private async shardGate(
+    session: JobSession,
+    router: CatalogEventRouter,
+    signal: AbortSignal,
+  ): Promise<WatermarkGate | null> {
+    const { job } = session;
+    if (!job.shard || !session.watermarks) return null;
+    const shardSource = await session.readSource();
+    const gate = new WatermarkGate({
+      store: session.watermarks,
+      me: job.shard.id,
+      members: job.shard.members,
+      clock: this.options.clock,
+      logger: this.options.logger,
+      start: justBefore(job.t0),
+      recorded: () => session.job.ddlApplied,
+      recordForeign: (ddl) =>
+        router.recordForeignDdl(ddl.event as ChangeEvent, {
+          token: { _data: ddl.token },
+          clusterTime: ddl.clusterTime,
+        }),
+      advance: async () => {
+        await shardSource.writeNoop('cluster-sync: an idle shard stream moved on');
+      },
+      waiting: (what) => void (this.waitingFor = what),
+    });
+    gate.start(signal);
+    return gate;
   }
 }
 

@@ -48,10 +48,15 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     },
   },
   {
+    // One commit point for the whole sync, taken once every worker has blocked the source: a
+    // no-op through the routers, which MongoDB writes on every shard, so that every shard's
+    // stream reaches it. Per-shard followers adopt it from the shared record.
     name: 'pointTaken',
-    scope: 'everyWorker',
+    scope: 'oncePerSync',
     async run(ctx) {
       ctx.state.commitPoint = await ctx.session.source.writeNoop('cluster-sync commit point');
+      if (ctx.session.job.shard && ctx.session.coordination)
+        await ctx.session.coordination.set({ commitPoint: ctx.state.commitPoint });
     },
   },
   {

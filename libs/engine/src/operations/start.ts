@@ -193,6 +193,7 @@ export async function startJob(
       ...(shard ? { shard } : {}),
     };
     if (shard) {
+      await clusters.watermarks(request.destination).clear();
       await coordination.create({
         _id: 'sync',
         coordinatorID: shard.coordinatorID,

@@ -7,3 +7,4 @@ export * from './clock';
 export * from './engine-logger';
 export * from './change-stream';
 export * from './coordination-store';
+export * from './watermark-store';

@@ -52,12 +52,15 @@ export class ShardCommit {
     }
     const record = await waitForCoordination(
       this.store,
-      (r) => ((r?.commitSteps?.[step.name] ?? []).includes(this.shard.coordinatorID) ? r! : undefined),
+      (r) =>
+        (r?.commitSteps?.[step.name] ?? []).includes(this.shard.coordinatorID) ? r! : undefined,
       this.deps,
       () => `commit: waiting for the coordinator ${this.shard.coordinatorID} (${step.name})`,
     );
     if (record.destinationTime && !state.destinationTime)
       state.destinationTime = record.destinationTime;
+    // The one commit point every worker drains to.
+    if (record.commitPoint && !state.commitPoint) state.commitPoint = record.commitPoint;
     return 'skip';
   }
 

@@ -63,7 +63,8 @@ export async function waitForCoordination<T>(
 ): Promise<T> {
   try {
     for (;;) {
-      if (deps.signal.aborted) throw new ApplyError('stopped while waiting for other workers', true);
+      if (deps.signal.aborted)
+        throw new ApplyError('stopped while waiting for other workers', true);
       const record = await store.load();
       const value = check(record);
       if (value !== undefined) return value;
@@ -80,52 +81,4 @@ export function missingFrom(record: CoordinationRecord | null, step: string): st
   if (!record) return [];
   const done = new Set(record.commitSteps?.[step] ?? []);
   return record.members.filter((m) => !done.has(m));
-}
-
-/**
- * The DDL barrier of a per-shard sync (see BarrierRecord). Every worker reads the source's
- * merged change stream, so each meets the same DDL event after having applied every earlier
- * event of its shard. The coordinator applies the DDL's destination effect only when all have
- * arrived, and releases them after — so no worker's earlier write can land after the DDL, and
- * no later write before it (e.g. a drop, recreate and insert on the source never loses the new
- * documents to a lagging worker's drop). Followers record the DDL's catalog effect themselves.
- */
-export class DdlBarrier {
-  constructor(
-    private readonly store: CoordinationStore,
-    private readonly shard: ShardAssignment,
-    private readonly deps: {
-      clock: Clock;
-      signal: AbortSignal;
-      waiting?: (what: string | null) => void;
-    },
-  ) {}
-
-  get coordinating(): boolean {
-    return this.shard.id === this.shard.coordinatorID;
-  }
-
-  /** Arrives; the coordinator returns once every worker has arrived, a follower once released. */
-  async pass(token: string, label: string): Promise<void> {
-    let barrier = await this.store.arrive(token, this.shard.id);
-    for (;;) {
-      if (this.deps.signal.aborted) throw new ApplyError('stopped at a DDL barrier', true);
-      if (barrier.released) break;
-      const missing = this.shard.members.filter((m) => !barrier.arrived.includes(m));
-      if (this.coordinating && missing.length === 0) break;
-      this.deps.waiting?.(
-        this.coordinating
-          ? `DDL barrier (${label}): waiting for ${missing.join(', ')} to reach it`
-          : `DDL barrier (${label}): waiting for the coordinator ${this.shard.coordinatorID} to apply it`,
-      );
-      await this.deps.clock.sleep(COORDINATION_POLL_MS, this.deps.signal).catch(() => undefined);
-      barrier = (await this.store.barrier(token)) ?? barrier;
-    }
-    this.deps.waiting?.(null);
-  }
-
-  /** The coordinator, after the DDL's effect and its own job write: lets the others go on. */
-  async release(token: string): Promise<void> {
-    if (this.coordinating) await this.store.release(token);
-  }
 }

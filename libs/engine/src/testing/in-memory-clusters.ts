@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { FakeCoordinationStore } from './in-memory-coordination';
 import { BSON, Timestamp, type Document } from 'bson';
+import { FakeWatermarkStore } from './in-memory-watermarks';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type {
@@ -417,5 +418,15 @@ export class FakeDirectory implements ClusterDirectory {
     let store = this.coordinations.get(name);
     if (!store) this.coordinations.set(name, (store = new FakeCoordinationStore()));
     return store;
+  }
+  private readonly marks = new Map<string, FakeWatermarkStore>();
+  watermarks(name: string): FakeWatermarkStore {
+    let store = this.marks.get(name);
+    if (!store) this.marks.set(name, (store = new FakeWatermarkStore()));
+    return store;
+  }
+  /** A fake cluster has no shards of its own: a shard reads the whole fake (ownership filters). */
+  async shardSource(name: string): Promise<SourceCluster> {
+    return this.clusters.get(name)!;
   }
 }
