@@ -105,9 +105,8 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     scope: 'oncePerSync',
     async run(ctx) {
       const shared = ctx.session.job.shard ? await ctx.session.coordination?.load() : null;
-      if (shared) {
-        await restoreBalancers(ctx.session.source, ctx.session.destination, shared.balancers);
-      }
+      const modes = shared ? shared.balancers : ctx.session.job.balancers;
+      if (modes) await restoreBalancers(ctx.session.source, ctx.session.destination, modes);
     },
   },
 ];

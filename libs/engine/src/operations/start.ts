@@ -8,12 +8,12 @@ import {
 } from '@sync/contracts';
 import { Timestamp } from 'bson';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
-import { assignShard } from '../shards/shard-sync';
+import { assignShard, sameRequest } from '../shards/shard-sync';
 import { sameChunkMap } from '../shards/ownership';
 import { sharedSyncCommitted } from '../shards/shard-commit';
 import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
-import type { CoordinationStore } from '../ports/coordination-store';
+import type { CoordinationRecord, CoordinationStore } from '../ports/coordination-store';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, ShardAssignment } from '../ports/job-store';
 import { planSync } from '../plan/planner';
@@ -46,6 +46,8 @@ export interface StartChecks {
   destinationInfo: ClusterDescription;
   coordination: CoordinationStore;
   shard: ShardAssignment | undefined;
+  /** The shared record of a per-shard sync already on the destination, if any. */
+  shared: CoordinationRecord | null;
 }
 
 /**
@@ -84,7 +86,7 @@ export async function checkStart(
       `the destination ${request.destination} holds a sync run by one worker per source shard (${shared.members.join(', ')}); launch one worker per shard with --id.`,
     );
   }
-  return { filter, sourceInfo, destinationInfo, coordination, shard };
+  return { filter, sourceInfo, destinationInfo, coordination, shard, shared };
 }
 
 export interface StartedJob {
@@ -114,7 +116,7 @@ export async function startJob(
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
-  const { filter, sourceInfo, destinationInfo, coordination, shard } = await checkStart(
+  const { filter, sourceInfo, destinationInfo, coordination, shard, shared } = await checkStart(
     request,
     deps,
   );
@@ -155,15 +157,30 @@ export async function startJob(
     return { job, hosts };
   }
 
-  // The coordinator stops both balancers before T0, so the chunk map it records stays true.
+  // The lead worker stops both balancers before T0, so the chunk map it records stays true. A
+  // redelivered start finds them stopped by its first delivery: the modes that first delivery
+  // found are the ones to restore. A lone worker into a sharded destination stops the
+  // destination's balancer too (migrations there only slow the sync down) and restores it
+  // after commit.
+  const previous =
+    shard && shared && !sharedSyncCommitted(shared) && sameRequest(shared.request, request)
+      ? shared.balancers
+      : null;
   const balancers = shard
-    ? { source: await source.balancerMode(), destination: await destination.balancerMode() }
-    : null;
+    ? (previous ?? {
+        source: await source.balancerMode(),
+        destination: await destination.balancerMode(),
+      })
+    : destinationInfo.kind === 'sharded'
+      ? { source: null, destination: await destination.balancerMode() }
+      : null;
   try {
     if (shard) {
       await source.setBalancer(false);
       await destination.setBalancer(false);
       shard.sharding = await source.shardingSnapshot();
+    } else if (balancers) {
+      await destination.setBalancer(false);
     }
     const plan = await planSync(source, filter, logger);
     const sourceSharded =
@@ -191,6 +208,7 @@ export async function startJob(
       estimatedTotalBytes: plan.estimatedTotalBytes,
       namespaces: plan.namespaces,
       ...(shard ? { shard } : {}),
+      ...(!shard && balancers ? { balancers } : {}),
     };
     if (shard) {
       await clusters.watermarks(request.destination).clear();

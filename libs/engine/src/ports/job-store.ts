@@ -140,6 +140,11 @@ export interface JobRecord {
   reversals: number;
   /** Set for a worker of a per-shard sync. */
   shard?: ShardAssignment;
+  /**
+   * A lone worker's balancer modes found at start (a sharded destination's balancer is stopped
+   * for the sync), restored after commit. A per-shard sync keeps them in the shared record.
+   */
+  balancers?: { source: string | null; destination: string | null };
   commit?: CommitState;
   failure?: FailureRecord;
   /** The last state-changing commands applied, by command id (re-delivered ones apply once). */

@@ -203,3 +203,47 @@ export function sameChunkMap(a: ShardingSnapshot, b: ShardingSnapshot): boolean 
     );
   });
 }
+
+/** Where a chunk map taken during the sync disagrees with the one taken at T0. */
+export interface ChunkMove {
+  ns: string;
+  /** The moved range (a chunk of the later map), or null for a database's primary shard. */
+  range: { min: Document; max: Document } | null;
+  from: string;
+  to: string;
+}
+
+/**
+ * The first range of a T0 collection (or database primary) that another shard owns now: a chunk
+ * migration (moveChunk/moveRange, the balancer) or movePrimary since T0. Splits and merges that
+ * keep every range on its shard are not moves; collections sharded after T0 are not compared.
+ */
+export function firstChunkMove(t0: ShardingSnapshot, now: ShardingSnapshot): ChunkMove | null {
+  const primaries = new Map(now.databases.map((d) => [d.name, d.primary]));
+  for (const db of t0.databases) {
+    const current = primaries.get(db.name);
+    if (current !== undefined && current !== db.primary) {
+      return { ns: db.name, range: null, from: db.primary, to: current };
+    }
+  }
+  const later = new Map(now.collections.map((c) => [normalizeUuid(c.uuid), c]));
+  for (const coll of t0.collections) {
+    const current = later.get(normalizeUuid(coll.uuid));
+    if (!current) continue; // dropped or unsharded since: DDL events say so
+    for (const chunk of current.chunks) {
+      for (const old of coll.chunks) {
+        const overlaps =
+          compareKeyDocs(old.min, chunk.max) < 0 && compareKeyDocs(chunk.min, old.max) < 0;
+        if (overlaps && old.shard !== chunk.shard) {
+          return {
+            ns: coll.ns,
+            range: { min: chunk.min, max: chunk.max },
+            from: old.shard,
+            to: chunk.shard,
+          };
+        }
+      }
+    }
+  }
+  return null;
+}

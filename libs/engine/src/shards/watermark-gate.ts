@@ -185,6 +185,7 @@ export class WatermarkGate {
 
   /** After an empty read: moves this shard's stream on when another worker has read further. */
   idle(): void {
+    this.throwIfHalted();
     this.maybeAdvance();
   }
 
