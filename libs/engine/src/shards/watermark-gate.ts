@@ -71,6 +71,7 @@ export class WatermarkGate {
   private lastAdvance = 0;
   private publishing: Promise<void> = Promise.resolve();
   private loop: Promise<void> | null = null;
+  private stopping: AbortController | null = null;
 
   constructor(private readonly deps: WatermarkGateDeps) {
     this.readThrough = deps.start;
@@ -81,11 +82,14 @@ export class WatermarkGate {
     return this.deps.members.filter((m) => m !== this.deps.me);
   }
 
-  /** Publishes and refreshes in the background until `signal` aborts. */
+  /** Publishes and refreshes in the background until `signal` aborts or `stop` is called. */
   start(signal: AbortSignal): void {
     if (this.loop) return;
+    const stopping = new AbortController();
+    this.stopping = stopping;
+    const until = AbortSignal.any([signal, stopping.signal]);
     this.loop = (async () => {
-      while (!signal.aborted) {
+      while (!until.aborted) {
         try {
           await this.publish();
           await this.refresh();
@@ -94,13 +98,14 @@ export class WatermarkGate {
             error: error instanceof Error ? error.message : String(error),
           });
         }
-        await this.deps.clock.sleep(this.deps.publishMs ?? 100, signal).catch(() => undefined);
+        await this.deps.clock.sleep(this.deps.publishMs ?? 100, until).catch(() => undefined);
       }
     })();
   }
 
   /** Ends the background loop, publishing the last marks (the others may be waiting on them). */
   async stop(): Promise<void> {
+    this.stopping?.abort();
     await this.loop;
     this.loop = null;
     await this.publish().catch(() => undefined);

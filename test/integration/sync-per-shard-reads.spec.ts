@@ -1,0 +1,182 @@
+import { Int32, type Document } from 'bson';
+import { silentLogger, type SyncJob } from '@sync/engine';
+import { createSyncEngine } from '@sync/mongo';
+import { MongoClient } from 'mongodb';
+import { startTestCluster, type TestCluster } from '../helpers/clusters';
+import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
+import { compareClusters } from '../../scripts/lib/compare-clusters';
+import { waitFor } from './copy-helpers';
+import { CEA_TUNING, TUNING } from './sync-helpers';
+
+type AnyDoc = { _id: unknown } & Document;
+
+const START = {
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes: 'beforeDataCopy' as const,
+  enableUserWriteBlocking: true,
+  reversible: false,
+};
+
+/** Documents returned by queries on one node (`serverStatus().metrics.document.returned`). */
+async function returned(uri: string): Promise<number | null> {
+  const client = await new MongoClient(uri).connect();
+  try {
+    const status = await client.db('admin').command({ serverStatus: 1 });
+    const value = (status.metrics as { document?: { returned?: unknown } } | undefined)?.document
+      ?.returned;
+    return value === undefined ? null : Number(value);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Per-shard workers read only their own shard (issue: the source read about once in total):
+ * the copy reads each shard's own chunks, never another shard's documents, and leaves out an
+ * orphan a shard holds outside its chunks; a chunk migrated by hand during the sync stops it
+ * with ChunkMigrationDuringSync naming the collection and the shards.
+ */
+describeOn('shardedClusters')('per-shard reads (2 source shards)', () => {
+  let source: TestCluster;
+  let destination: TestCluster;
+  let src: MongoClient;
+  let dst: MongoClient;
+  const workers: SyncJob[] = [];
+
+  const worker = async (id: string): Promise<SyncJob> => {
+    const engine = await createSyncEngine({
+      clusters: { cluster0: source.uri, cluster1: destination.uri },
+      id,
+      logger: silentLogger,
+      engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 }, balancerWatchMs: 200 },
+      changeApplication: CEA_TUNING,
+    });
+    await engine.ready;
+    workers.push(engine as unknown as SyncJob);
+    return engine as unknown as SyncJob;
+  };
+
+  beforeAll(async () => {
+    source = await startTestCluster('source', { kind: 'sharded', name: 'src', shards: 2 });
+    destination = await startTestCluster('destination', {
+      kind: 'sharded',
+      name: 'dst',
+      shards: 2,
+    });
+    src = await new MongoClient(source.uri).connect();
+    dst = await new MongoClient(destination.uri).connect();
+  });
+
+  afterAll(async () => {
+    for (const w of workers) await w.close().catch(() => undefined);
+    await src?.close();
+    await dst?.close();
+    await destination?.stop();
+    await source?.stop();
+  });
+
+  it('copies each shard once, leaves orphans out, and stops on a chunk migration', async () => {
+    const [shardA, shardB] = source.shards.map((s) => s._id).sort() as [string, string];
+    const admin = src.db('admin');
+    const ns = testNs('app.items');
+    const app = src.db(testDb('app'));
+    await admin
+      .command({ enableSharding: testDb('app'), primaryShard: shardA })
+      .catch(() => admin.command({ enableSharding: testDb('app') }));
+    await admin.command({ shardCollection: ns, key: { k: 1 } });
+    await admin.command({ split: ns, middle: { k: 1000 } });
+    await admin.command({ split: ns, middle: { k: 1500 } });
+    const primary = (await src
+      .db('config')
+      .collection('databases')
+      .findOne({ _id: testDb('app') as never }))!.primary as string;
+    const other = primary === shardA ? shardB : shardA;
+    // [1000, 1500) and [1500, max) live on the other shard.
+    await admin.command({ moveChunk: ns, find: { k: 1000 }, to: other });
+    await admin.command({ moveChunk: ns, find: { k: 1500 }, to: other });
+    await app
+      .collection<AnyDoc>('items')
+      .insertMany(
+        Array.from({ length: 2000 }, (_, i) => ({ _id: new Int32(i), k: i, pad: 'x'.repeat(200) })),
+      );
+    await app
+      .collection<AnyDoc>('flat')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i })));
+
+    // An orphan: a document inserted straight into the primary shard, in a range the other
+    // shard owns. mongos never returns it; the sync must not copy it either.
+    const primaryUri = source.shards.find((s) => s._id === primary)!.uri;
+    const direct = await new MongoClient(primaryUri).connect();
+    try {
+      await direct
+        .db(testDb('app'))
+        .collection<AnyDoc>('items')
+        .insertOne({ _id: 'orphan', k: 1700 });
+    } finally {
+      await direct.close();
+    }
+    // Real mongos filters orphans (shard filtering); the emulator's router does not yet (a
+    // known emulator gap, named in the README): the copy's own filtering is checked either way.
+    const routerHidesOrphans =
+      (await app.collection('items').countDocuments({ _id: 'orphan' } as Document)) === 0;
+    if (onRealClusters()) expect(routerHidesOrphans).toBe(true);
+
+    const before = await Promise.all(source.shards.map((s) => returned(s.uri)));
+    const w1 = await worker(shardB);
+    await w1.start(START);
+    const w0 = await worker(shardA);
+    await w0.start(START);
+    const both = [w0, w1];
+    const show = () => JSON.stringify(both.map((w) => w.progress()));
+    await waitFor(
+      () => both.every((w) => w.progress().canCommit === true),
+      90_000,
+      'canCommit',
+      show,
+    );
+
+    // The orphan is nowhere on the destination.
+    expect(await dst.db(testDb('app')).collection('items').countDocuments()).toBe(2000);
+    expect(
+      await dst
+        .db(testDb('app'))
+        .collection('items')
+        .countDocuments({ _id: 'orphan' } as Document),
+    ).toBe(0);
+    if (!routerHidesOrphans) {
+      process.stderr.write(
+        'per-shard reads: the emulated router still returns orphans; the orphan is removed from its shard before the comparison\n',
+      );
+      const shard = await new MongoClient(primaryUri).connect();
+      await shard
+        .db(testDb('app'))
+        .collection<AnyDoc>('items')
+        .deleteOne({ _id: 'orphan' } as Document);
+      await shard.close();
+    }
+    // The destination equals the source through the routers, document by document.
+    const report = await compareClusters(src, dst, { databases: [testDb('app')] });
+    expect(report.differences).toEqual([]);
+
+    // Each shard returned its own documents once (plus the comparison's reads through mongos,
+    // which also read each document once): nowhere near one full read per worker.
+    const after = await Promise.all(source.shards.map((s) => returned(s.uri)));
+    if (!onRealClusters() && before.every((b) => b !== null)) {
+      const total = after.reduce<number>((sum, a, i) => sum + (a! - before[i]!), 0);
+      // 2,050 synced documents; the comparison reads them once more: ≤ 2 × 2,050 × 1.1.
+      expect(total).toBeLessThanOrEqual(Math.ceil(2 * 2050 * 1.1));
+    }
+
+    // Someone moves a chunk by hand while the sync runs: every worker stops, named.
+    await admin.command({ moveChunk: ns, find: { k: 0 }, to: other });
+    await waitFor(
+      () => both.every((w) => /ChunkMigrationDuringSync/.test(String(w.progress().failure ?? ''))),
+      30_000,
+      'ChunkMigrationDuringSync on both workers',
+      show,
+    );
+    expect(String(w0.progress().failure)).toContain(ns);
+    expect(String(w0.progress().failure)).toContain(`from shard ${primary} to ${other}`);
+  }, 180_000);
+});
