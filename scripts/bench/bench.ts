@@ -5,6 +5,7 @@
  *   npm run bench                 full run (200k × ~1 KB documents over 8 collections)
  *   npm run bench -- --quick      ~2-minute smoke run (CI runs it without asserting speed)
  *   npm run bench -- --cpu-prof   also CPU-profile the worker and both emulators
+ *   npm run bench -- --sharded    4-shard source: one worker via the routers vs 4 per-shard workers
  *
  * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
  */
@@ -24,7 +25,14 @@ import { insertRange, type DatasetSpec } from './dataset';
 import { BenchUsageError, parseBenchArgs, USAGE, type BenchOptions } from './options';
 import { memoryOf, RssSampler, sleep, startEmulator, stopAll } from './processes';
 import { runPeer, type PeerResult } from './peer';
-import { runShardedScale, type ShardedResult } from './sharded';
+import {
+  DESTINATION_SHARDS,
+  runShardedScale,
+  SHARDED_TARGETS,
+  SOURCE_SHARDS,
+  type ShardedResult,
+  type ShardedRun,
+} from './sharded';
 import { summariseProfiles } from './profile-summary';
 import {
   measureScan,
@@ -423,15 +431,21 @@ async function limitPhase(
 }
 
 export interface ShardedBenchResult extends ShardedResult {
-  /** Same as throughputRatio: the headline of a `--sharded` run. */
+  /** Same as throughputRatio4: the headline of a `--sharded` run. */
   shardedScaling: number;
+  /** os.cpus().length, also in `machine`. */
+  cores: number;
   dataset: DatasetSpec;
   quick: boolean;
+  targets: typeof SHARDED_TARGETS;
   machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
   profileDir: string | null;
 }
 
-/** `--sharded`: two per-shard workers on a 2-shard source against one worker on a replica set. */
+/**
+ * `--sharded`: a 4-shard source into a 2-shard destination, synced by one worker through the
+ * routers and by four per-shard workers (`--id`), side by side in one run.
+ */
 async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
   const loadAvgStart = loadavg();
   const profileDir = options.profileDir
@@ -445,7 +459,7 @@ async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
     documentBytes: options.documentBytes,
   };
   log(
-    `bench --sharded: ${spec.documents} documents of ~${spec.documentBytes} B over ${spec.collections} collections; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
+    `bench --sharded: ${spec.documents} documents of ~${spec.documentBytes} B over ${spec.collections} collection(s), hashed _id, ${SOURCE_SHARDS}-shard source → ${DESTINATION_SHARDS}-shard destination${options.quick ? ' (quick)' : ''}; ${cpus().length} CPU cores, load ${loadAvgStart.map((l) => l.toFixed(2)).join(' ')}`,
   );
   try {
     const result = await runShardedScale(spec, {
@@ -455,9 +469,11 @@ async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
     });
     return {
       ...result,
-      shardedScaling: result.throughputRatio,
+      shardedScaling: result.throughputRatio4,
+      cores: cpus().length,
       dataset: spec,
       quick: options.quick,
+      targets: SHARDED_TARGETS,
       machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
       profileDir,
     };
@@ -467,22 +483,42 @@ async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
 }
 
 function renderSharded(r: ShardedBenchResult): string[] {
-  const run = (label: string, x: ShardedResult['sharded']): string[] => [
-    `${label.padEnd(44)}${Math.round(x.docsPerSec).toString().padStart(10)} docs/s  ${x.seconds.toFixed(1)} s, ${x.totalCpuMicrosPerDocument.toFixed(0)} CPU-µs/doc in all`,
+  const t = r.targets;
+  const run = (label: string, x: ShardedRun): string[] => [
+    `${label.padEnd(48)}${Math.round(x.docsPerSec).toString().padStart(8)} docs/s  ${x.seconds.toFixed(1)} s to canCommit`,
+    `      workers ${x.workerCpuSeconds.toFixed(1)} CPU-s, ${x.workerCpuMicrosPerDocument.toFixed(0)} CPU-µs/doc (all processes ${x.totalCpuMicrosPerDocument.toFixed(0)}); read amplification ${x.readAmplification.toFixed(3)} (${x.read.documents} ${x.read.method === 'serverStatus' ? 'returned by' : 'counted on'} the source shards ÷ ${x.documents} synced)`,
     ...x.processes.map(
       (p) =>
         `      ${p.name.padEnd(24)} ${p.cpuSeconds.toFixed(1).padStart(7)} CPU-s ${p.cpuMicrosPerDocument.toFixed(0).padStart(7)} µs/doc${p.peakRssMB !== undefined ? `  peak RSS ${p.peakRssMB.toFixed(0)} MB` : ''}`,
     ),
   ];
+  const mark = (ok: boolean): string => (ok ? 'met' : 'NOT MET');
+  const counted = r.readAmplificationMethod === 'counted';
+  const amplification = (v: number): string =>
+    counted
+      ? `${v.toFixed(3)}  (COUNTED: serverStatus().metrics.document.returned missing; documents the shards hold, not documents returned — target not judged)`
+      : `${v.toFixed(3)}  target ≤ ${t.readAmplificationMax}: ${mark(v <= t.readAmplificationMax)}`;
+  const freeCores = r.cores - Math.max(r.machine.loadAvgStart[0]!, r.machine.loadAvgEnd[0]!);
+  const throughputJudged =
+    r.cores >= t.freeCoresForThroughput && freeCores >= t.freeCoresForThroughput;
   return [
-    `Sharded scale — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collections${r.quick ? ', quick' : ''}`,
-    `machine: ${r.machine.cpus} CPUs, load average ${r.machine.loadAvgStart.map((l) => l.toFixed(1)).join('/')} → ${r.machine.loadAvgEnd.map((l) => l.toFixed(1)).join('/')}`,
+    `Sharded scale — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collection(s), ${r.sourceShards}-shard source → ${r.destinationShards}-shard destination${r.quick ? ', quick' : ''}`,
+    `machine: ${r.cores} CPU cores, load average ${r.machine.loadAvgStart.map((l) => l.toFixed(2)).join('/')} → ${r.machine.loadAvgEnd.map((l) => l.toFixed(2)).join('/')} (~${Math.max(0, freeCores).toFixed(1)} cores free)`,
     '',
-    ...run('(s1) one worker, replica-set source', r.replicaSet),
-    ...run('(s2) two per-shard workers, 2-shard source', r.sharded),
+    ...run('(a) one worker, through the routers', r.oneWorker),
+    ...run(
+      `(b) ${r.perShardWorkers.workers} per-shard workers (--id), own shard each`,
+      r.perShardWorkers,
+    ),
     '',
-    `throughput 2 shards / replica set  ${r.throughputRatio.toFixed(2)}`,
-    `CPU per document 2 shards / rs     ${r.cpuPerDocumentRatio.toFixed(2)}`,
+    `${'read amplification, one worker'.padEnd(40)}${amplification(r.readAmplification1)}`,
+    `${`read amplification, ${r.perShardWorkers.workers} workers`.padEnd(40)}${amplification(r.readAmplification4)}`,
+    `${'worker CPU per document, 4 ÷ 1'.padEnd(40)}${r.cpuPerDocRatio4.toFixed(2)}  target ≤ ${t.cpuPerDocRatio4Max}: ${mark(r.cpuPerDocRatio4 <= t.cpuPerDocRatio4Max)}`,
+    `${'throughput, 4 workers ÷ 1'.padEnd(40)}${r.throughputRatio4.toFixed(2)}  ${
+      throughputJudged
+        ? `target ≥ ${t.throughputRatio4Min}: ${mark(r.throughputRatio4 >= t.throughputRatio4Min)}`
+        : `(target ≥ ${t.throughputRatio4Min} with ≥ ${t.freeCoresForThroughput} free cores; not judged on ${r.cores} cores — the workers and both emulators share them)`
+    }`,
   ];
 }
 
@@ -526,7 +562,7 @@ if (require.main === module) {
   run.then(
     (result) => {
       log('');
-      for (const line of 'sharded' in result ? renderSharded(result) : renderTable(result))
+      for (const line of 'perShardWorkers' in result ? renderSharded(result) : renderTable(result))
         log(line);
       if (result.profileDir) {
         log('');

@@ -17,7 +17,10 @@ export interface BenchOptions {
   skipScaling: boolean;
   /** Skip (i), the peer (mongochangestream). */
   skipPeer: boolean;
-  /** Instead of the replica-set run: copy from a 2-shard source with two workers (and one, for scale). */
+  /**
+   * Instead of the replica-set run: a 4-shard source synced by one worker through the routers and
+   * by four per-shard workers (`--id`); defaults to 40,000 documents in one collection (quick 4,000).
+   */
   sharded: boolean;
 }
 
@@ -33,8 +36,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-changes          skip (d)
   --skip-scaling          skip (f)
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
-  --sharded               sharded scale instead: the dataset from a 2-shard source copied by two
-                          per-shard workers, against one worker on a replica-set source
+  --sharded               per-shard scale instead: a 4-shard source (one hashed-key collection,
+                          default 40000 documents; quick 4000) into a 2-shard destination, synced
+                          by one worker through the routers and by 4 per-shard workers (--id)
   --cpu-prof [DIR]        CPU-profile the worker and both emulators into DIR
                           (default .tmp/bench-profiles; also BENCH_CPU_PROF=DIR or =1)`;
 
@@ -61,6 +65,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipPeer: false,
     sharded: false,
   };
+  let documentsGiven = false;
+  let collectionsGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -81,12 +87,14 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--docs':
         o.documents = Math.floor(positive(value()));
+        documentsGiven = true;
         break;
       case '--doc-size':
         o.documentBytes = Math.floor(positive(value()));
         break;
       case '--collections':
         o.collections = Math.floor(positive(value()));
+        collectionsGiven = true;
         break;
       case '--scale':
         o.scale = positive(value());
@@ -124,6 +132,10 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       default:
         throw new BenchUsageError(`unknown argument '${arg}'`);
     }
+  }
+  if (o.sharded) {
+    if (!documentsGiven) o.documents = quick ? 4_000 : 40_000;
+    if (!collectionsGiven) o.collections = 1;
   }
   return o;
 }
