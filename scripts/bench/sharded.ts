@@ -66,6 +66,8 @@ export interface ShardedRun {
   /** Documents in the destination after the run, counted through its router. */
   destinationDocuments: number;
   read: ReadCount;
+  /** serverStatus().opcounters of the source shard nodes, after − before, summed over them. */
+  shardOpcounters: Record<string, number>;
   /** read.documents ÷ documents synced. */
   readAmplification: number;
 }
@@ -226,7 +228,18 @@ async function onFreshClusters(
       options.log(
         `    ${p.name}: ${p.cpuSeconds.toFixed(1)} CPU-s, ${p.cpuMicrosPerDocument.toFixed(0)} µs/doc`,
       );
-    const read = await readCount(returnedBefore, returnedAfter, nodes, spec);
+    const read = await readCount(returnedBefore.returned, returnedAfter.returned, nodes, spec);
+    const shardOpcounters = Object.fromEntries(
+      Object.entries(returnedAfter.opcounters).map(([k, v]) => [
+        k,
+        v - (returnedBefore.opcounters[k] ?? 0),
+      ]),
+    );
+    options.log(
+      `  source shard nodes' opcounters during the run: ${Object.entries(shardOpcounters)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
     if (read.method === 'counted')
       options.log(
         `  serverStatus().metrics.document.returned missing on ${read.missingOn.join(', ')}: counted the ${read.documents} documents the source shards hold instead`,
@@ -248,6 +261,7 @@ async function onFreshClusters(
       totalCpuMicrosPerDocument: round((1e6 * total) / spec.documents),
       destinationDocuments,
       read,
+      shardOpcounters,
       readAmplification: round(read.documents / spec.documents),
     };
   } finally {
@@ -293,6 +307,11 @@ async function untilEveryCanCommit(
   }
 }
 
+interface NodeCounters {
+  returned: Map<string, number | null>;
+  opcounters: Record<string, number>;
+}
+
 /** Every node of the source's shards, each through a direct connection for its serverStatus. */
 class ShardNodes {
   private constructor(
@@ -324,16 +343,22 @@ class ShardNodes {
     return new ShardNodes(shardClients, nodes);
   }
 
-  /** metrics.document.returned of every node (null where serverStatus lacks it). */
-  async returned(): Promise<Map<string, number | null>> {
+  /**
+   * metrics.document.returned of every node (null where serverStatus lacks it), and the nodes'
+   * opcounters summed (commands the routers and the workers sent the shards).
+   */
+  async returned(): Promise<NodeCounters> {
     const out = new Map<string, number | null>();
+    const opcounters: Record<string, number> = {};
     for (const { host, client } of this.nodes) {
       const status = await client.db('admin').command({ serverStatus: 1 });
       const value = ((status.metrics as Document | undefined)?.document as Document | undefined)
         ?.returned as unknown;
       out.set(host, value === undefined || value === null ? null : Number(value));
+      for (const [k, v] of Object.entries((status.opcounters as Document | undefined) ?? {}))
+        opcounters[k] = (opcounters[k] ?? 0) + Number(v);
     }
-    return out;
+    return { returned: out, opcounters };
   }
 
   async close(): Promise<void> {
