@@ -1,7 +1,9 @@
 /**
  * Command-line launcher:
- *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--user name:password:role[,role...]]... [--pause-stats]
- *   emulator --topology sharded --shards N [--mongos M] [--name sharded] [--port 0] [--history N] [--user ...]... [--pause-stats]
+ *   emulator --topology replset [--name rs0] [--port 0] [--history N] [--noop-interval-ms MS] [--user name:password:role[,role...]]... [--pause-stats]
+ *   emulator --topology sharded --shards N [--mongos M] [--name sharded] [--port 0] [--history N] [--noop-interval-ms MS] [--user ...]... [--pause-stats]
+ * `--noop-interval-ms` is the periodic no-op write interval of every primary (replica set or
+ * shard), mongod's periodicNoopIntervalSecs (default 10000).
  * `--pause-stats` (or EMULATOR_PAUSE_STATS=1) records event-loop delay and GC pauses for the
  * `emulatorStats` command (an emulator extension).
  * Prints one JSON line once every listener is up (`{"uri": ...}`, plus `shards` for a sharded
@@ -27,7 +29,7 @@ export interface CliOptions {
 }
 
 const USAGE =
-  'usage: emulator --topology replset|sharded [--shards N] [--mongos M] [--name rs0] [--port 0] [--history N] [--user <name>:<password>:<role>[,<role>...]]... [--pause-stats]';
+  'usage: emulator --topology replset|sharded [--shards N] [--mongos M] [--name rs0] [--port 0] [--history N] [--noop-interval-ms MS] [--user <name>:<password>:<role>[,<role>...]]... [--pause-stats]';
 
 function parseInteger(flag: string, value: string, min: number, max: number): number {
   if (!/^\d+$/.test(value)) throw new UsageError(`${flag} expects an integer, got '${value}'`);
@@ -99,6 +101,9 @@ export function parseArgs(argv: string[]): CliOptions {
       case '--history':
         replSet.historySize = parseInteger('--history', value(), 1, Number.MAX_SAFE_INTEGER);
         break;
+      case '--noop-interval-ms':
+        replSet.noopIntervalMs = parseInteger('--noop-interval-ms', value(), 1, 2 ** 31 - 1);
+        break;
       case '--user':
         users.push(parseUser(value()));
         break;
@@ -119,6 +124,7 @@ export function parseArgs(argv: string[]): CliOptions {
     if (mongos !== undefined) sharded.mongos = mongos;
     if (replSet.port !== undefined) sharded.port = replSet.port;
     if (replSet.historySize !== undefined) sharded.historySize = replSet.historySize;
+    if (replSet.noopIntervalMs !== undefined) sharded.noopIntervalMs = replSet.noopIntervalMs;
     if (users.length) sharded.users = users;
     return { topology: 'sharded', replSet, sharded, ...(pauseStats ? { pauseStats } : {}) };
   }

@@ -38,6 +38,18 @@ suite('cli argument parsing: sharded', () => {
     });
   });
 
+  it('passes --noop-interval-ms to every shard (periodicNoopIntervalSecs)', () => {
+    expect(
+      parseArgs(['--topology', 'sharded', '--shards', '2', '--noop-interval-ms', '250']).sharded,
+    ).toEqual({ name: 'sharded', shards: 2, noopIntervalMs: 250 });
+    expect(parseArgs(['--topology', 'replset', '--noop-interval-ms=500']).replSet).toEqual({
+      noopIntervalMs: 500,
+    });
+    expect(() =>
+      parseArgs(['--topology', 'sharded', '--shards', '2', '--noop-interval-ms', '0']),
+    ).toThrow(/--noop-interval-ms must be between 1 and/);
+  });
+
   it.each([
     [['--topology', 'sharded'], /--shards is required/],
     [['--topology', 'sharded', '--shards', '0'], /between 1 and 64/],

@@ -34,7 +34,9 @@ function isInternalNs(db: string, coll: string | undefined): boolean {
  * entry kinds): namespace scope, internal namespaces, expanded events, invalidation.
  */
 export function relevance(entry: OplogEntry, spec: ChangeStreamSpec): Relevance {
-  if (entry.op === 'noop' || entry.fromMigrate) return 'skip';
+  if (entry.op === 'noop') return 'skip';
+  // change_stream_filter_helpers: {fromMigrate: {$ne: true}} unless showMigrationEvents.
+  if (entry.fromMigrate && !spec.showMigrationEvents) return 'skip';
   if (EXPANDED_OPS.has(entry.op) && !spec.showExpandedEvents) return 'skip';
   const scope = spec.scope;
 

@@ -27,6 +27,11 @@ export interface ChangeStreamSpec {
   fullDocument: FullDocumentMode;
   fullDocumentBeforeChange: FullDocumentBeforeChangeMode;
   showExpandedEvents: boolean;
+  /**
+   * Undocumented `showMigrationEvents`: oplog entries marked `fromMigrate` (chunk migrations,
+   * a sharded DDL's participant shards) are reported too. A router refuses it (31123).
+   */
+  showMigrationEvents: boolean;
   /** Stages after $changeStream, validated against the allow-list. */
   userPipeline: Document[];
 }
@@ -122,9 +127,11 @@ export function parseChangeStreamSpec(
   const showExpandedEvents =
     options.showExpandedEvents !== undefined &&
     expectType<boolean>('showExpandedEvents', options.showExpandedEvents, 'bool');
-  for (const flag of ['showMigrationEvents', 'showSystemEvents']) {
-    if (options[flag] !== undefined) expectType<boolean>(flag, options[flag], 'bool');
-  }
+  const showMigrationEvents =
+    options.showMigrationEvents !== undefined &&
+    expectType<boolean>('showMigrationEvents', options.showMigrationEvents, 'bool');
+  if (options.showSystemEvents !== undefined)
+    expectType<boolean>('showSystemEvents', options.showSystemEvents, 'bool');
 
   const scope = resolveScope(db, aggregateTarget, allChangesForCluster);
 
@@ -194,6 +201,7 @@ export function parseChangeStreamSpec(
     fullDocument,
     fullDocumentBeforeChange,
     showExpandedEvents,
+    showMigrationEvents,
     userPipeline: userPipeline.filter((s) => Object.keys(s)[0] !== '$changeStreamSplitLargeEvent'),
   };
 }

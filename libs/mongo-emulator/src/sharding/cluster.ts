@@ -21,7 +21,14 @@ export interface ShardedClusterOptions {
   historySize?: number;
   /** Users on `admin`, the same on every router and shard. */
   users?: UserSpec[];
+  /**
+   * Interval of every shard primary's periodic no-op oplog write (mongod's
+   * periodicNoopIntervalSecs; written only when nothing else was written since the last one),
+   * so idle shards' change streams and majority optimes keep advancing. Default 10000 (10 s,
+   * as mongod). Tests may set it lower.
+   */
   noopIntervalMs?: number;
+  /** Idle cursor timeout of every shard. Default 600000 (mongod's cursorTimeoutMillis). */
   cursorTimeoutMs?: number;
 }
 

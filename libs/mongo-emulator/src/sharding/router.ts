@@ -297,6 +297,18 @@ export class MongosRouter implements CommandExecutor {
         break;
     }
 
+    if (name === 'aggregate' && Array.isArray(body.pipeline)) {
+      const first = body.pipeline[0] as Document | undefined;
+      // DocumentSourceChangeStream::assertIsLegalSpecification (expCtx->inMongos).
+      if (isDocument(first) && isDocument(first.$changeStream)) {
+        if (first.$changeStream.showMigrationEvents === true)
+          throw new CommandError(
+            31123 as number,
+            'Change streams from mongos may not show migration events',
+          );
+      }
+    }
+
     if (db === 'config' && typeof body[name] === 'string' && CONFIG_COLLECTIONS.has(body[name])) {
       return this.readConfig(body, conn, name, body[name] as string);
     }

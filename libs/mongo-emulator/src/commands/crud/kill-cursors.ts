@@ -8,7 +8,9 @@ export const killCursorsCommand: CommandDefinition = {
   name: 'killCursors',
   access: 'read',
   run(ctx) {
-    collectionName(ctx);
+    // Cursors of collectionless aggregates (database/cluster change streams) live on
+    // `<db>.$cmd.aggregate`, which drivers name in killCursors.
+    if (ctx.cmd.killCursors !== '$cmd.aggregate') collectionName(ctx);
     const ids = reqArray(ctx, 'cursors').map((v, i) => {
       if (v instanceof Long) return v;
       if (isNumeric(v)) return Long.fromNumber(toNumber(v));

@@ -36,7 +36,13 @@ function toOplogRs(entry: OplogEntry): Document {
   const op = OP_CODES[entry.op] ?? 'c';
   const doc: Document = {
     op,
-    ns: op === 'c' || !entry.coll ? `${entry.db}.$cmd` : `${entry.db}.${entry.coll}`,
+    // No-op notes (periodic no-ops, appendOplogNote) have an empty namespace in mongod.
+    ns:
+      op === 'n' && !entry.db
+        ? ''
+        : op === 'c' || !entry.coll
+          ? `${entry.db}.$cmd`
+          : `${entry.db}.${entry.coll}`,
   };
   if (entry.uuid) doc.ui = entry.uuid;
   doc.o = entry.o ?? entry.documentKey ?? {};
@@ -44,5 +50,6 @@ function toOplogRs(entry: OplogEntry): Document {
   doc.t = TERM;
   doc.v = Long.fromNumber(2);
   doc.wall = new Date(entry.wallMs);
+  if (entry.fromMigrate) doc.fromMigrate = true;
   return doc;
 }
