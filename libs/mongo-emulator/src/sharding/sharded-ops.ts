@@ -10,6 +10,7 @@ import { applyUpdate } from '../query/update';
 import { runPipeline } from '../aggregate/pipeline';
 import { InMemoryPipelineEnv } from '../aggregate/testing/in-memory-env';
 import type { CollectionEntry, ShardHandle, ShardingMetadata } from './metadata';
+import { withShardFilter } from '../server/shard-filter';
 import {
   chunkContains,
   chunkFor,
@@ -71,6 +72,36 @@ export class ShardedOps {
     return owningShards(this.chunks(entry)).map((id) => this.metadata.shard(id));
   }
 
+  /**
+   * `body` as a read of `shard` sent with the routing table's version: the shard returns only
+   * documents in the chunks it owns at this moment (mongod's shard filtering), never orphans.
+   */
+  private owned(entry: CollectionEntry, shard: ShardHandle, body: Document): Document {
+    const ranges = this.chunks(entry)
+      .filter((c) => c.shard === shard.id)
+      .map((c) => ({ ...c, min: c.min, max: c.max }));
+    const key = entry.key;
+    return withShardFilter(body, (doc) => {
+      let value: Document;
+      try {
+        value = shardKeyOf(doc, key);
+      } catch {
+        return false; // an array in the shard key: never in a chunk
+      }
+      return ranges.some((r) => chunkContains(r, value));
+    });
+  }
+
+  /** Runs a read on one shard with shard filtering. */
+  private read(
+    entry: CollectionEntry,
+    shard: ShardHandle,
+    body: Document,
+    conn: ConnectionContext,
+  ): Promise<Document> {
+    return this.run(shard, this.owned(entry, shard, body), conn);
+  }
+
   /** The one shard a filter targets, or undefined when it must be broadcast. */
   private target(entry: CollectionEntry, filter: unknown): ShardHandle | undefined {
     const owners = this.owners(entry);
@@ -88,7 +119,7 @@ export class ShardedOps {
   ): Promise<Document[] | Document> {
     const replies: Document[] = [];
     for (const shard of this.owners(entry)) {
-      const reply = await this.run(shard, body, conn);
+      const reply = await this.read(entry, shard, body, conn);
       if (!ok(reply)) return failure(reply);
       replies.push(reply);
     }
@@ -357,7 +388,7 @@ export class ShardedOps {
   ): Promise<Document[] | Document> {
     const out: Document[] = [];
     for (const shard of this.owners(entry)) {
-      let reply = await this.raw(shard, body, conn);
+      let reply = await this.raw(shard, this.owned(entry, shard, body), conn);
       if (!ok(reply)) return reply;
       let cursor = reply.cursor as Document;
       out.push(...(cursor.firstBatch as Document[]));
@@ -383,7 +414,7 @@ export class ShardedOps {
 
   async find(entry: CollectionEntry, body: Document, conn: ConnectionContext): Promise<Document> {
     const target = this.target(entry, body.filter);
-    if (target) return this.run(target, body, conn);
+    if (target) return this.read(entry, target, body, conn);
     const skip = asNumber(body.skip) ?? 0;
     const limit = asNumber(body.limit) ?? 0;
     const perShard: Document = { ...body, batchSize: 2 ** 31 - 1 };
@@ -422,7 +453,7 @@ export class ShardedOps {
       entry,
       isDoc(first) && isDoc(first.$match) ? first.$match : undefined,
     );
-    if (target) return this.run(target, body, conn);
+    if (target) return this.read(entry, target, body, conn);
     if (pipeline.some((s) => isDoc(s) && ('$out' in s || '$merge' in s || '$changeStream' in s))) {
       throw new CommandError(
         'CommandNotSupported',
@@ -456,7 +487,7 @@ export class ShardedOps {
 
   async count(entry: CollectionEntry, body: Document, conn: ConnectionContext): Promise<Document> {
     const target = this.target(entry, body.query);
-    if (target) return this.run(target, body, conn);
+    if (target) return this.read(entry, target, body, conn);
     const perShard: Document = { ...body };
     delete perShard.skip;
     delete perShard.limit;
@@ -475,7 +506,7 @@ export class ShardedOps {
     conn: ConnectionContext,
   ): Promise<Document> {
     const target = this.target(entry, body.query);
-    if (target) return this.run(target, body, conn);
+    if (target) return this.read(entry, target, body, conn);
     const replies = await this.broadcast(entry, body, conn);
     if (!Array.isArray(replies)) return replies;
     const values: unknown[] = [];

@@ -12,6 +12,11 @@ export interface QueryRequest extends PlanRequest {
   limit?: number;
   /** `let` variables for $expr. */
   variables?: Record<string, unknown>;
+  /**
+   * Shard filtering: documents outside the chunks the shard owns are dropped after the filter
+   * and before sort/skip/limit (a read routed by mongos; see server/shard-filter.ts).
+   */
+  ownership?: (doc: Document) => boolean;
 }
 
 export interface QueryResult {
@@ -33,6 +38,7 @@ export function executeQuery(coll: Collection, req: QueryRequest): QueryResult {
   let records: Iterable<StoredRecord> = match
     ? filterRecords(plan.records, match, filterFieldSet(filter!))
     : plan.records;
+  if (req.ownership) records = filterRecords(records, req.ownership, undefined);
   if (!plan.sortProvided && req.sort) records = sortRecords(records, req.sort, req.collation);
   if (req.skip || req.limit) records = sliceRecords(records, req.skip ?? 0, req.limit ?? 0);
   return { records, summary: plan.summary };
@@ -112,6 +118,7 @@ export function* queryDocumentArray(docs: Document[], req: QueryRequest): Genera
     ? compileFilter(filter, { collation: req.collation, variables: req.variables })
     : undefined;
   let out = match ? docs.filter((d) => match(d)) : docs;
+  if (req.ownership) out = out.filter(req.ownership);
   if (req.sort && Object.keys(req.sort).length) {
     const cmp = compileSort(req.sort, { collation: req.collation });
     out = [...out].sort(cmp);

@@ -7,6 +7,7 @@ import { openChangeStream } from '../../changes/open-change-stream';
 import { runPipeline } from '../../aggregate/pipeline';
 import { checkCollectionName } from '../../storage/catalog';
 import { queryDocumentArray, queryDocuments } from '../../storage/query-exec';
+import { shardFilterOf } from '../../server/shard-filter';
 import { guardedAggregateInput } from '../../cursors/collection-guard';
 import type { CommandContext, CommandDefinition } from '../types';
 import { optBool, optCollation, optDocument, optHint, optNonNegative, reqArray } from './args';
@@ -123,7 +124,14 @@ export const aggregateCommand: CommandDefinition = {
         const { filter, sort, rest } = pushDown(pipeline);
         let input: Iterable<Document> = [];
         if (coll) {
-          const request = { filter, sort, hint, collation, variables };
+          const request = {
+            filter,
+            sort,
+            hint,
+            collation,
+            variables,
+            ownership: shardFilterOf(ctx.cmd),
+          };
           const snapshot = committedSnapshotDocuments(ctx, coll);
           input = snapshot ? queryDocumentArray(snapshot, request) : queryDocuments(coll, request);
         }

@@ -1,5 +1,6 @@
 import { CommandError } from '../../errors';
 import { executeQuery, queryDocumentArray } from '../../storage/query-exec';
+import { shardFilterOf } from '../../server/shard-filter';
 import { rejectUnknownField } from './collection-uuid';
 import type { CommandDefinition } from '../types';
 import {
@@ -43,19 +44,30 @@ export const countCommand: CommandDefinition = {
     }
     const coll = catalog.getCollection(ctx.db, name);
     if (!coll) return { n: 0, ok: 1 };
+    const ownership = shardFilterOf(ctx.cmd);
     const snapshot = committedSnapshotDocuments(ctx, coll);
     if (snapshot) {
       let n = 0;
-      for (const _ of queryDocumentArray(snapshot, { filter: query, collation, skip, limit })) n++;
+      for (const _ of queryDocumentArray(snapshot, {
+        filter: query,
+        collation,
+        skip,
+        limit,
+        ownership,
+      }))
+        n++;
       return { n, ok: 1 };
     }
     if (Object.keys(query).length === 0 && hint === undefined) {
-      // Metadata count, as mongod answers an unfiltered count.
+      // Metadata count, as mongod answers an unfiltered count. Like mongod's "fast count" it
+      // is not shard-filtered: through a router it includes orphans (SERVER-33753); a count
+      // with a predicate is filtered (SERVER-3645).
       const n = Math.max(0, coll.count - skip);
       return { n: limit ? Math.min(n, limit) : n, ok: 1 };
     }
     let n = 0;
-    for (const _ of executeQuery(coll, { filter: query, hint, collation, skip, limit }).records)
+    for (const _ of executeQuery(coll, { filter: query, hint, collation, skip, limit, ownership })
+      .records)
       n++;
     return { n, ok: 1 };
   },

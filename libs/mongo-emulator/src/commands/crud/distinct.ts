@@ -4,6 +4,7 @@ import { queryCandidates } from '../../bson/paths';
 import { CommandError } from '../../errors';
 import { comparatorFor } from '../../storage/key-compare';
 import { queryDocumentArray, queryDocuments } from '../../storage/query-exec';
+import { shardFilterOf } from '../../server/shard-filter';
 import type { CommandDefinition } from '../types';
 import { collectionName, optCollation, optDocument, optHint, optString } from './args';
 import { committedSnapshotDocuments, runOnView } from './pipeline';
@@ -32,9 +33,10 @@ export const distinctCommand: CommandDefinition = {
       const coll = catalog.getCollection(ctx.db, name);
       if (coll) {
         const snapshot = committedSnapshotDocuments(ctx, coll);
+        const ownership = shardFilterOf(ctx.cmd);
         docs = snapshot
-          ? queryDocumentArray(snapshot, { filter: query, collation })
-          : queryDocuments(coll, { filter: query, collation, hint });
+          ? queryDocumentArray(snapshot, { filter: query, collation, ownership })
+          : queryDocuments(coll, { filter: query, collation, hint, ownership });
       }
     }
     // Values equal under BSON comparison (1 and 1.0) collapse to the first one seen, with its type.

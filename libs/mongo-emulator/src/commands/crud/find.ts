@@ -17,6 +17,7 @@ import {
 import { checkCollectionUuid, optCollectionUuid } from './collection-uuid';
 import { cursorReply } from './cursor-reply';
 import { oplogRsDocuments } from './oplog-view';
+import { shardFilterOf } from '../../server/shard-filter';
 import { committedSnapshotDocuments, runOnViewForCursor } from './pipeline';
 
 function* mapDocs(docs: Iterable<Document>, fn: (d: Document) => Document): Generator<Document> {
@@ -105,6 +106,7 @@ export const findCommand: CommandDefinition = {
       max,
       collation,
       variables,
+      ownership: shardFilterOf(ctx.cmd),
     };
     const snapshot = committedSnapshotDocuments(ctx, coll);
     let docs: Iterable<Document> = snapshot
