@@ -6,7 +6,6 @@ import {
   buildCoordinatorOnce,
   commandEventually,
   loadShardedSource,
-  postCommand,
   startCoordinatedWorker,
   startCoordinator,
   startRedis,
@@ -115,7 +114,15 @@ describeOn('shardedClusters')(
         .countDocuments();
       expect(jobs).toBe(0);
 
-      const started = await postCommand(coordinator.api, 'start', START, 'good-start');
+      // A 503 (CommandPending on a loaded machine) is resent with the same command id, as a
+      // client must; the start still applies exactly once on each worker (checked below).
+      const started = await commandEventually(
+        coordinator.api,
+        'start',
+        'good-start',
+        60_000,
+        START,
+      );
       expect(started).toMatchObject({ status: 200, body: { success: true } });
       for (const worker of workers.values()) expect(receivedCount(worker, 'good-start')).toBe(1);
       expect((await coordinator.api.progress()).state).toBe('RUNNING');
