@@ -128,6 +128,24 @@ suite('sharded topology: routers never return orphans', () => {
     expect(await coll().distinct('x', { x: { $gt: 2 } })).toEqual([3]);
   });
 
+  it("each shard's serverStatus metrics.document.returned counts what it returned to the router", async () => {
+    const returned = async (i: number): Promise<number> => {
+      const status = await direct[i]
+        .db('admin')
+        .command({ serverStatus: 1 }, { promoteLongs: false });
+      return (status.metrics.document.returned as Long).toNumber();
+    };
+    const before = [await returned(0), await returned(1)];
+    expect(await coll().find().toArray()).toHaveLength(7);
+    // [MinKey, 0): 3 documents on the primary; [0, MaxKey): 4 on the other; orphans stay home.
+    expect((await returned(primary)) - before[primary]).toBe(3);
+    expect((await returned(other)) - before[other]).toBe(4);
+    // A targeted read touches one shard only.
+    expect(await coll().findOne({ x: 2 })).not.toBeNull();
+    expect((await returned(primary)) - before[primary]).toBe(3);
+    expect((await returned(other)) - before[other]).toBe(5);
+  });
+
   it('a count without a predicate is a metadata count, orphans included, as in mongod', async () => {
     // mongod's "fast count" reads collection metadata and is not shard-filtered (SERVER-33753).
     expect(await coll().estimatedDocumentCount()).toBe(9);
@@ -145,6 +163,5 @@ suite('sharded topology: routers never return orphans', () => {
     await router
       .db('admin')
       .command({ moveChunk: 'odb.c', find: { x: 0 }, to: cluster.shards[other]._id });
-    void Long;
   });
 });

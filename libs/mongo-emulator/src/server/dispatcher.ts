@@ -270,6 +270,7 @@ export class NodeCommandExecutor implements CommandExecutor {
       reply = await this.runRetryable(def, ctx, session);
     } else {
       reply = { ...(await def.run(ctx)) };
+      this.stats.countDocuments(def.name, body, reply);
     }
     if (
       asNumber(reply.ok) !== 0 &&
@@ -295,6 +296,7 @@ export class NodeCommandExecutor implements CommandExecutor {
     let reply: Document;
     try {
       reply = { ...(await def.run(ctx)) };
+      this.stats.countDocuments(def.name, ctx.cmd, reply);
     } catch (err) {
       check.abandon();
       throw err;

@@ -1,9 +1,60 @@
+import type { Document } from 'bson';
+
+function count(v: unknown): number {
+  return typeof v === 'number' ? v : typeof v === 'object' && v !== null ? Number(v) : 0;
+}
+
 /** Counters reported by serverStatus (connections, opcounters), shared by a node's servers. */
 export class ServerStats {
   readonly startedAt = Date.now();
   connectionsCurrent = 0;
   connectionsTotalCreated = 0;
   readonly opcounters = { insert: 0, query: 0, update: 0, delete: 0, getmore: 0, command: 0 };
+  /**
+   * serverStatus `metrics.document` (NumberLong counters): documents returned by find,
+   * aggregate and getMore batches (a shard counts what it hands the router), inserted
+   * (inserts and upserts), updated (documents an update matched, not only those it modified)
+   * and deleted by this node's commands.
+   */
+  readonly document = { deleted: 0, inserted: 0, returned: 0, updated: 0 };
+
+  /** Adds a successful command's documents to `metrics.document`. */
+  countDocuments(name: string, cmd: Document, reply: Document): void {
+    if (count(reply.ok) === 0) return;
+    const d = this.document;
+    switch (name) {
+      case 'find':
+      case 'aggregate':
+      case 'getMore': {
+        const cursor = reply.cursor as Document | undefined;
+        const batch = (cursor?.firstBatch ?? cursor?.nextBatch) as unknown[] | undefined;
+        if (Array.isArray(batch)) d.returned += batch.length;
+        break;
+      }
+      case 'insert':
+        d.inserted += count(reply.n);
+        break;
+      case 'update': {
+        const upserted = Array.isArray(reply.upserted) ? reply.upserted.length : 0;
+        d.inserted += upserted;
+        d.updated += Math.max(0, count(reply.n) - upserted);
+        break;
+      }
+      case 'delete':
+        d.deleted += count(reply.n);
+        break;
+      case 'findAndModify': {
+        const le = (reply.lastErrorObject ?? {}) as Document;
+        const n = count(le.n);
+        if (cmd.remove === true) d.deleted += n;
+        else if (le.upserted !== undefined) d.inserted += n;
+        else d.updated += n;
+        break;
+      }
+      default:
+        break;
+    }
+  }
 
   countCommand(name: string): void {
     switch (name) {

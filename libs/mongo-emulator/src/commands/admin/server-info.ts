@@ -84,7 +84,12 @@ function serverStatus(ctx: CommandContext): Document {
       unknown: Long.ZERO,
     },
     logicalSessionRecordCache: { activeSessionsCount: new Int32(node.sessions.activeCount) },
-    metrics: { cursor: { open: { total: Long.fromNumber(node.cursors.openCount) } } },
+    metrics: {
+      cursor: { open: { total: Long.fromNumber(node.cursors.openCount) } },
+      document: Object.fromEntries(
+        Object.entries(stats.document).map(([k, v]) => [k, Long.fromNumber(v)]),
+      ),
+    },
     connectionId: conn.id,
     ok: 1,
   };
