@@ -28,8 +28,16 @@ import { describeFault, isTransientFault, worthRunningAgain } from '../faults/tr
 export interface ApplyGate {
   /** An event at `time` may be applied now (no round trip). */
   allows(time: Timestamp): boolean;
-  /** Waits until it may; `own`: this worker's DDL at `time`. The lanes are drained. */
-  admit(time: Timestamp, signal: AbortSignal, own?: { token: string }): Promise<void>;
+  /**
+   * Waits until it may; `own`: this worker's DDL at `time` (the lanes are drained). `drain`
+   * applies what was read before `time`, when another shard's DDL requires it.
+   */
+  admit(
+    time: Timestamp,
+    signal: AbortSignal,
+    own?: { token: string },
+    drain?: () => Promise<void>,
+  ): Promise<void>;
   /** Announces a DDL read from this worker's stream, before the read mark passes it. */
   announce(token: string, clusterTime: Timestamp, event: ChangeEvent): Promise<void>;
   markApplied(token: string): Promise<void>;
@@ -119,6 +127,8 @@ export class ChangeApplier {
    * applied (its lanes drained). A drain to a point before it is complete.
    */
   private blockedAt: Timestamp | undefined;
+  /** Aborts when the run fails (a lane's write): stops a wait at the shard watermark. */
+  private failed = new AbortController();
 
   constructor(private readonly options: ChangeApplierOptions) {
     this.startTime = options.startAtOperationTime;
@@ -151,6 +161,7 @@ export class ChangeApplier {
     if (this.running) throw new ApplyError('the change applier is already running', false);
     this.running = true;
     this.failure = undefined;
+    this.failed = new AbortController();
     let cursor: ChangeFeedCursor | undefined;
     try {
       const saved = await this.options.checkpoints.load();
@@ -205,16 +216,20 @@ export class ChangeApplier {
           const position = positionOf(event);
           batchTime = maxTimestamp(batchTime, position.clusterTime);
           if (gate && position.clusterTime && !gate.allows(position.clusterTime)) {
-            // Another shard's DDL or read mark holds this event: apply what is read before it,
-            // then wait (the others see this worker's applied mark at the event).
-            await this.drainLanes();
-            if (this.failure !== undefined) break;
+            // Another shard's read mark or DDL holds this event. Waiting for read marks lets
+            // the lanes write on; a DDL before it first has every earlier event applied (its
+            // worker waits for this worker's applied mark to pass it).
             this.blockedAt = position.clusterTime;
             this.notify();
             try {
-              await gate.admit(position.clusterTime, signal);
+              await gate.admit(
+                position.clusterTime,
+                AbortSignal.any([signal, this.failed.signal]),
+                undefined,
+                () => this.drainLanes(),
+              );
             } catch (error) {
-              if (signal.aborted) break;
+              if (signal.aborted || this.failure !== undefined) break;
               this.fail(locate(error, event, position));
               break;
             } finally {
@@ -259,8 +274,11 @@ export class ChangeApplier {
     for (;;) {
       if (this.failure !== undefined) throw this.failure;
       const applied = this.tracker.safePosition?.clusterTime;
+      // Waiting at an event past the point with everything read before it applied.
       const blockedPast =
-        this.blockedAt !== undefined && compareTimestamps(this.blockedAt, commitPoint) > 0;
+        this.blockedAt !== undefined &&
+        compareTimestamps(this.blockedAt, commitPoint) > 0 &&
+        this.tracker.pending === 0;
       if ((applied && compareTimestamps(applied, commitPoint) >= 0) || blockedPast) {
         await this.maybeCheckpoint(true);
         return;
@@ -395,6 +413,7 @@ export class ChangeApplier {
 
   private fail(error: unknown): void {
     this.failure ??= error;
+    this.failed.abort();
     this.notify();
   }
 

@@ -1,3 +1,4 @@
+import { pickTopLevelFields } from './pick-fields';
 import { BSON, type Document, type Timestamp } from 'bson';
 import type { DestinationCluster, InsertResult } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -53,7 +54,8 @@ interface ReadBatch<T> {
 /** How one path reads, routes and writes documents of type T. */
 interface CopyPath<T> {
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<ReadBatch<T>>;
-  decode(document: T): Document;
+  /** The document (or only `fields` of it, when the path can) for routing by `keep`. */
+  decode(document: T, fields?: string[]): Document;
   insert(database: string, collection: string, documents: T[]): Promise<InsertResult>;
 }
 
@@ -77,6 +79,11 @@ export interface CopyTarget {
   uuid?: string;
   /** Keeps only the documents this worker owns (a per-shard sync); absent: all. */
   keep?: (doc: Document) => boolean;
+  /**
+   * The top-level fields `keep` reads (a shard key's): a raw copy decodes only those of each
+   * document. Absent: `keep` gets the whole document.
+   */
+  keepFields?: string[];
 }
 
 /** Finds partitions' collections: by catalog, and again by UUID after a source DDL moved one. */
@@ -193,7 +200,8 @@ export class Copier {
           yield { ...batch, sizes: batch.documents.map((d) => d.byteLength) };
         }
       },
-      decode: (document) => BSON.deserialize(document, EXACT),
+      decode: (document, fields) =>
+        fields ? pickTopLevelFields(document, fields) : BSON.deserialize(document, EXACT),
       insert: insertRaw,
     };
   }
@@ -266,7 +274,7 @@ export class Copier {
         let keptBytes = 0;
         for (let i = 0; i < batch.documents.length; i++) {
           const doc = batch.documents[i]!;
-          if (target.keep && !target.keep(path.decode(doc))) continue;
+          if (target.keep && !target.keep(path.decode(doc, target.keepFields))) continue;
           kept += 1;
           keptBytes += batch.sizes[i]!;
           for (const full of batcher.push(doc, batch.sizes[i]!)) await write(full);

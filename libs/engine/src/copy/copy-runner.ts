@@ -167,16 +167,21 @@ export class CopyRunner {
     if (!record) throw new Error(`partition ${partition._id} has no namespace record`);
     const destination = { db: record.database, coll: record.collection };
     const owners = this.owners();
+    const sharded = owners?.ownership.sharded(record.key);
     const keep =
-      owners && owners.ownership.sharded(record.key)
+      owners && sharded
         ? (doc: Document) =>
             owners.ownership.ownerOf(record.database, record.key, doc) === owners.me
         : undefined;
+    // Only the shard key's top-level fields are decoded to route a raw document.
+    const keepFields = sharded
+      ? [...new Set(Object.keys(sharded.key).map((path) => path.split('.')[0]!))]
+      : undefined;
     return {
       source: this.sourceNames.get(record.key) ?? destination,
       destination,
       ...(isUuid(record.key) ? { uuid: record.key } : {}),
-      ...(keep ? { keep } : {}),
+      ...(keep ? { keep, keepFields } : {}),
     };
   }
 

@@ -147,12 +147,27 @@ export class WatermarkGate {
 
   /**
    * Waits until an event at `time` may be applied; `own` is this worker's DDL at `time`, which
-   * also waits for every other worker to have applied everything before it. The caller has
-   * applied everything it read before `time` (its lanes are drained).
+   * also waits for every other worker to have applied everything before it. `drain` applies
+   * everything this worker read before `time` (its lanes): called only when another shard's
+   * DDL precedes the event (its worker waits for this worker's applied mark to pass it) —
+   * waiting for the others' read marks lets the lanes write on. Without `drain` the caller has
+   * drained already.
    */
-  async admit(time: Timestamp, signal: AbortSignal, own?: { token: string }): Promise<void> {
-    this.noteApplied(time);
-    await this.publish();
+  async admit(
+    time: Timestamp,
+    signal: AbortSignal,
+    own?: { token: string },
+    drain?: () => Promise<void>,
+  ): Promise<void> {
+    let drained = false;
+    const drainNow = async (): Promise<void> => {
+      if (drained) return;
+      if (drain) await drain();
+      drained = true;
+      this.noteApplied(time);
+      await this.publish();
+    };
+    if (!drain || own) await drainNow();
     let refreshed = false;
     const began = this.deps.clock.now();
     let told = false;
@@ -161,6 +176,7 @@ export class WatermarkGate {
         if (signal.aborted) throw new ApplyError('stopped at the shard watermark', true);
         this.throwIfHalted();
         const pending = this.pendingDdl(time, own?.token);
+        if (pending) await drainNow();
         if (pending?.applied) {
           await this.deps.recordForeign(pending);
           continue;
