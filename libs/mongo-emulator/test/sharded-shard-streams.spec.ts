@@ -1,5 +1,7 @@
 import {
   Long,
+  MaxKey,
+  MinKey,
   MongoClient,
   MongoServerError,
   Timestamp,
@@ -341,6 +343,96 @@ suite('sharded topology: a shard read directly, as mongod shows it', () => {
     expect(summary(events)).toEqual([['insert', -5]]);
     await nothingMore(streams[primary]);
     for (const s of streams) await s.close();
+  });
+
+  it('moveChunk and moveRange move documents as fromMigrate writes, update config.chunks and log to config.changelog', async () => {
+    const admin = router.db('admin');
+    await admin.command({ enableSharding: 's5' });
+    await admin.command({ shardCollection: 's5.c', key: { x: 1 } });
+    const dbEntry = await router
+      .db('config')
+      .collection('databases')
+      .findOne({ _id: 's5' as never });
+    const primary = shardIds.indexOf(String(dbEntry!.primary));
+    const other = 1 - primary;
+    const coll = router.db('s5').collection<{ _id: number; x: number }>('c');
+    await coll.insertMany([-2, -1, 0, 1, 2].map((x) => ({ _id: x + 10, x })));
+    await admin.command({ split: 's5.c', middle: { x: 0 } });
+    const migrations = await Promise.all(
+      direct.map((d) => RawStream.open(d, 's5', 'c', { showMigrationEvents: true })),
+    );
+
+    await admin.command({ moveChunk: 's5.c', find: { x: 1 }, to: shardIds[other] });
+    const { uuid } = (await router
+      .db('config')
+      .collection('collections')
+      .findOne({ _id: 's5.c' as never }))!;
+    const chunkMap = async () =>
+      (
+        await router.db('config').collection('chunks').find({ uuid }).sort({ min: 1 }).toArray()
+      ).map((c) => [c.min.x, c.max.x, c.shard]);
+    expect(await chunkMap()).toEqual([
+      [new MinKey(), 0, shardIds[primary]],
+      [0, new MaxKey(), shardIds[other]],
+    ]);
+    expect(await direct[other].db('s5').collection('c').countDocuments()).toBe(3);
+    expect(await direct[primary].db('s5').collection('c').countDocuments()).toBe(2);
+    expect(summary(await migrations[other].next(3))).toEqual([
+      ['insert', 0],
+      ['insert', 1],
+      ['insert', 2],
+    ]);
+    expect(summary(await migrations[primary].next(3))).toEqual([
+      ['delete', 0],
+      ['delete', 1],
+      ['delete', 2],
+    ]);
+
+    // moveRange (whole chunk by its min) moves it back.
+    await admin.command({ moveRange: 's5.c', min: { x: 0 }, toShard: shardIds[primary] });
+    expect(await chunkMap()).toEqual([
+      [new MinKey(), 0, shardIds[primary]],
+      [0, new MaxKey(), shardIds[primary]],
+    ]);
+    expect(await direct[other].db('s5').collection('c').countDocuments()).toBe(0);
+    expect(await coll.countDocuments()).toBe(5);
+    expect(summary(await migrations[primary].next(3))).toEqual([
+      ['insert', 0],
+      ['insert', 1],
+      ['insert', 2],
+    ]);
+    for (const s of migrations) await s.close();
+
+    const log = await router
+      .db('config')
+      .collection('changelog')
+      .find({ ns: 's5.c' })
+      .sort({ time: 1 })
+      .toArray();
+    expect(log.map((e) => [e.what, e.details.from, e.details.to])).toEqual([
+      ['moveChunk.start', shardIds[primary], shardIds[other]],
+      ['moveChunk.commit', shardIds[primary], shardIds[other]],
+      ['moveChunk.start', shardIds[other], shardIds[primary]],
+      ['moveChunk.commit', shardIds[other], shardIds[primary]],
+    ]);
+    const commit = log[1];
+    expect(commit).toMatchObject({
+      what: 'moveChunk.commit',
+      ns: 's5.c',
+      shard: shardIds[primary],
+      server: cluster.shards[primary].replicaSet.node.host,
+      details: {
+        min: { x: 0 },
+        max: { x: new MaxKey() },
+        from: shardIds[primary],
+        to: shardIds[other],
+        counts: { cloned: 3, catchup: 0, steady: 0 },
+      },
+    });
+    expect(typeof commit._id).toBe('string');
+    expect(commit.time).toBeInstanceOf(Date);
+    expect(typeof commit.clientAddr).toBe('string');
+    expect(commit.details.counts.clonedBytes).toBeGreaterThan(0);
   });
 
   it('appendOplogNote sent to a shard advances its oplog, operationTime and an idle stream', async () => {

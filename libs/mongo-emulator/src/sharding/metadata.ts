@@ -139,8 +139,39 @@ export class ShardingMetadata {
   }
 
   /** The documents of config.<name> as mongos reads them from the config server. */
+  /**
+   * config.changelog (ShardingLogging::logChange): `{_id: "<host>-<time>-<oid>", server, shard,
+   * clientAddr, time, what, ns, details}`, oldest first. Like the capped collection it is,
+   * only the newest entries are kept.
+   */
+  readonly changelog: Document[] = [];
+
+  logChange(
+    what: string,
+    ns: string,
+    details: Document,
+    shard: ShardHandle,
+    clientAddr: string,
+  ): void {
+    const time = new Date();
+    const server = shard.rs.node.host;
+    this.changelog.push({
+      _id: `${server}-${time.toISOString()}-${new ObjectId().toHexString()}`,
+      server,
+      shard: shard.id,
+      clientAddr,
+      time,
+      what,
+      ns,
+      details,
+    });
+    if (this.changelog.length > 10_000) this.changelog.shift();
+  }
+
   configDocuments(collection: string): Document[] | undefined {
     switch (collection) {
+      case 'changelog':
+        return this.changelog.map((e) => ({ ...e, details: { ...(e.details as Document) } }));
       case 'shards':
         return this.shards.map((s) => this.shardDocument(s));
       case 'databases':

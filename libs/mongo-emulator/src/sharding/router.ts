@@ -66,7 +66,7 @@ const NOT_ON_MONGOS = new Set([
 ]);
 
 /** Sharding metadata collections mongos reads from the config server. */
-const CONFIG_COLLECTIONS = new Set(['shards', 'databases', 'collections', 'chunks']);
+const CONFIG_COLLECTIONS = new Set(['shards', 'databases', 'collections', 'chunks', 'changelog']);
 
 /** Commands that create their database when it does not exist (and so pick its primary shard). */
 const CREATES_DATABASE = new Set([
@@ -1018,7 +1018,27 @@ export class MongosRouter implements CommandExecutor {
         'ConflictingOperationInProgress',
         'Collection is undergoing changes so moveChunk is not allowed.',
       );
-    this.ops.moveRange(entry, chunk.min, to);
+    if (chunk.shard !== to) {
+      // MigrationSourceManager logs moveChunk.start, then moveChunk.commit with the
+      // recipient's clone counts, on the donor shard.
+      const donor = this.metadata.shard(chunk.shard);
+      const range = { min: chunk.min, max: chunk.max, from: chunk.shard, to };
+      this.metadata.logChange(
+        'moveChunk.start',
+        entry._id,
+        { ...range },
+        donor,
+        conn.remoteAddress,
+      );
+      const counts = this.ops.moveRange(entry, chunk.min, to);
+      this.metadata.logChange(
+        'moveChunk.commit',
+        entry._id,
+        { ...range, counts },
+        donor,
+        conn.remoteAddress,
+      );
+    }
     return this.local(name === 'moveChunk' ? { millis: 0, ok: 1 } : { ok: 1 });
   }
 

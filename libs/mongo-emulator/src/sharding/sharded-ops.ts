@@ -42,6 +42,21 @@ function ok(reply: Document): boolean {
   return asNumber(reply.ok) !== 0;
 }
 
+/** The `counts` a recipient reports at _recvChunkCommit (NumberLongs). */
+function recipientCounts(c: {
+  cloned: number;
+  clonedBytes: number;
+  catchup: number;
+  steady: number;
+}): Document {
+  return {
+    cloned: Long.fromNumber(c.cloned),
+    clonedBytes: Long.fromNumber(c.clonedBytes),
+    catchup: Long.fromNumber(c.catchup),
+    steady: Long.fromNumber(c.steady),
+  };
+}
+
 /** Strips the per-reply fields a router recomputes when merging replies. */
 function failure(reply: Document): Document {
   return reply;
@@ -560,12 +575,13 @@ export class ShardedOps {
    * Moves the documents of [min, max) from the donor to the recipient at the storage level,
    * marked fromMigrate (change streams never show them), and records the new owner.
    */
-  moveRange(entry: CollectionEntry, min: Document, to: string): void {
+  moveRange(entry: CollectionEntry, min: Document, to: string): Document {
     const chunks = this.chunks(entry);
     const chunk = chunks.find((c) => compareKeys(c.min, min) === 0);
     if (!chunk)
       throw new CommandError('InvalidOptions', `no chunk starts at ${JSON.stringify(min)}`);
-    if (chunk.shard === to) return;
+    const counts = { cloned: 0, clonedBytes: 0, catchup: 0, steady: 0 };
+    if (chunk.shard === to) return recipientCounts(counts);
     const donor = this.metadata.shard(chunk.shard).rs.node.catalog;
     const recipient = this.metadata.shard(to).rs.node.catalog;
     const [db, ...rest] = entry._id.split('.');
@@ -586,6 +602,8 @@ export class ShardedOps {
         if (chunkContains(chunk, shardKeyOf(doc, entry.key))) moving.push({ rec, doc });
       }
       for (const { rec, doc } of moving) {
+        counts.cloned += 1;
+        counts.clonedBytes += rec.bytes.byteLength;
         target.insert(doc, { fromMigrate: true });
         source.delete(rec, { fromMigrate: true });
       }
@@ -598,5 +616,6 @@ export class ShardedOps {
     chunk.history = [{ validAfter: chunk.onCurrentShardSince, shard: to }, ...chunk.history];
     const donorChunk = chunks.find((c) => c !== chunk && c.shard === previous);
     if (donorChunk) donorChunk.lastmod = versionOf(major, 1);
+    return recipientCounts(counts);
   }
 }
