@@ -128,7 +128,7 @@ describeOn('shardedClusters')(
       const follower = await worker(shard1);
       await follower.start(START);
       await waitFor(
-        () => /coordinator/.test(String(follower.progress().waitingFor ?? '')),
+        () => /lead worker/.test(String(follower.progress().waitingFor ?? '')),
         20_000,
         'follower waits for the coordinator',
         () => JSON.stringify(follower.progress()),

@@ -1,8 +1,8 @@
-import type { Document } from 'bson';
 import type { BuildIndexesMode } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { SourceCluster } from '../ports/source-cluster';
+import type { SyncTopology } from '../shards/topology';
 import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { prepareCollection } from '../prepare/destination-preparer';
 import {
@@ -37,6 +37,8 @@ export class CopyRunner {
 
   constructor(
     private readonly session: JobSession,
+    /** How the work is divided between workers (which share of each collection is this one's). */
+    private readonly topology: SyncTopology,
     private readonly options: CopyRunnerOptions,
   ) {}
 
@@ -44,19 +46,13 @@ export class CopyRunner {
   async copyPending(signal: AbortSignal): Promise<CopyOutcome> {
     const pending = this.session.catalog.pendingCopies();
     if (pending.length === 0) return 'completed';
-    // A per-shard worker's initial copy reads its own shard only, connected directly: the
-    // sharded collections whose chunks it owned at T0 (documents outside those chunks —
-    // orphans a migration left behind — are not copied, as mongos would not return them) and
-    // the unsharded collections of the databases its shard is primary of. (A collection that
+    // The initial copy takes this worker's share of each collection (all of it for a lone
+    // worker; a per-shard worker's shard's own chunks, read from that shard). A collection that
     // enters the sync later is copied whole, through the routers, by the worker whose shard
-    // stream announced it.)
-    const owners = this.owners();
-    const mine = owners
-      ? pending.filter((r) =>
-          owners.ownership.sharded(r.key)
-            ? owners.ownsChunks(r.key)
-            : owners.primaryOf(r) === owners.me,
-        )
+    // stream announced it.
+    const initial = this.session.job.phase === 'prepared';
+    const mine = initial
+      ? pending.filter((r) => this.topology.initialCopyShare(this.session, r) !== null)
       : pending;
     await this.partition(
       mine.filter((r) => r.partitionSet === undefined),
@@ -64,7 +60,7 @@ export class CopyRunner {
     );
     if (signal.aborted) return 'aborted';
     const partitions = mine.flatMap((r) => this.session.partitionsOf(r.key));
-    const source = owners ? await this.session.readSource() : this.session.source;
+    const source = initial ? await this.topology.copySource(this.session) : this.session.source;
     const outcome = await this.copier(source).run(partitions, signal);
     if (outcome === 'aborted' || signal.aborted) return 'aborted';
     const keys = new Set(pending.map((r) => r.key));
@@ -147,41 +143,19 @@ export class CopyRunner {
     );
   }
 
-  /** Ownership rules of a per-shard worker's initial copy; null: copy everything. */
-  private owners() {
-    const { job } = this.session;
-    const ownership = this.session.ownership;
-    if (!ownership || job.phase !== 'prepared') return null;
-    const me = job.shard!.id;
-    return {
-      ownership,
-      me,
-      ownsChunks: (key: string) =>
-        ownership.sharded(key)?.chunks.some((c) => c.shard === me) === true,
-      primaryOf: (r: NamespaceRecord) => ownership.primaryOf(r.database),
-    };
-  }
-
   private target(partition: PartitionRecord): CopyTarget {
     const record = this.session.catalog.byKey(partition.key);
     if (!record) throw new Error(`partition ${partition._id} has no namespace record`);
     const destination = { db: record.database, coll: record.collection };
-    const owners = this.owners();
-    const sharded = owners?.ownership.sharded(record.key);
-    const keep =
-      owners && sharded
-        ? (doc: Document) =>
-            owners.ownership.ownerOf(record.database, record.key, doc) === owners.me
-        : undefined;
-    // Only the shard key's top-level fields are decoded to route a raw document.
-    const keepFields = sharded
-      ? [...new Set(Object.keys(sharded.key).map((path) => path.split('.')[0]!))]
-      : undefined;
+    const share =
+      this.session.job.phase === 'prepared'
+        ? this.topology.initialCopyShare(this.session, record)
+        : null;
     return {
       source: this.sourceNames.get(record.key) ?? destination,
       destination,
       ...(isUuid(record.key) ? { uuid: record.key } : {}),
-      ...(keep ? { keep, keepFields } : {}),
+      ...(share?.keep ? { keep: share.keep, keepFields: share.keepFields } : {}),
     };
   }
 

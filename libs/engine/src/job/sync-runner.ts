@@ -13,12 +13,9 @@ import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import { prepareDestination } from '../prepare/destination-preparer';
 import { presplitRangeKey } from '../prepare/presplit';
-import { sameRequest, waitForCoordination } from '../shards/shard-sync';
-import { WatermarkGate, justBefore } from '../shards/watermark-gate';
-import type { ChangeEvent } from '../apply/change-event';
+import { topologyOf, type SyncTopology } from '../shards/topology';
 import { HistoryGuard, type HistoryGuardOptions } from './history-guard';
 import { BalancerWatch } from '../shards/balancer-watch';
-import { deepSnapshot } from './job-session';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
 import { Verification, type VerificationOptions } from '../verify/verification';
@@ -293,10 +290,13 @@ export class SyncRunner {
   private async runOnce(session: JobSession, signal: AbortSignal): Promise<void> {
     session.retry = this.inPlaceRetry; // job writes are retried in place, and counted
     const { job } = session;
-    if (job.phase === 'joining') {
-      if (!(await this.join(session, signal))) return;
-    }
-    const copy = new CopyRunner(session, {
+    const topology = topologyOf(session, {
+      clock: this.options.clock,
+      logger: this.options.logger,
+      waiting: (what) => void (this.waitingFor = what),
+    });
+    if (job.phase === 'joining' && !(await topology.beforeCopy(session, signal))) return;
+    const copy = new CopyRunner(session, topology, {
       syncID: this.options.syncID,
       copier: { ...this.options.copier, retry: this.inPlaceRetry },
       partitioning: this.options.partitioning,
@@ -316,9 +316,7 @@ export class SyncRunner {
         j.phase = 'prepared';
       });
     }
-    if (job.shard && job.shard.id === job.shard.coordinatorID && job.phase !== 'planned') {
-      await this.announceReady(session);
-    }
+    if (job.phase !== 'planned' && !(await topology.beforeCopy(session, signal))) return;
     if (signal.aborted) return;
     if (job.phase === 'prepared') {
       this.copying = true;
@@ -342,76 +340,13 @@ export class SyncRunner {
     }
     this.retrying = false;
     this.failure = null;
-    await this.applyChanges(session, copy, signal);
-  }
-
-  /**
-   * A follower of a per-shard sync: waits until the coordinator has prepared the destination,
-   * then adopts its plan (one T0, one listing and one chunk map for every worker) in one write.
-   */
-  private async join(session: JobSession, signal: AbortSignal): Promise<boolean> {
-    const shard = session.job.shard!;
-    const store = session.coordination!;
-    const shared = await waitForCoordination(
-      store,
-      (r) => (r?.ready && r.coordinatorID === shard.coordinatorID ? r : undefined),
-      { clock: this.options.clock, signal, waiting: (w) => void (this.waitingFor = w) },
-      () =>
-        `waiting for the coordinator ${shard.coordinatorID} to start and prepare the destination`,
-    ).catch((error: unknown) => {
-      if (signal.aborted) return null;
-      throw error;
-    });
-    if (!shared) return false;
-    if (!sameRequest(shared.request, session.job.request)) {
-      throw new ApiError(
-        'SyncRequestMismatch',
-        `the start request given to ${shard.id} differs from the one the coordinator ${shard.coordinatorID} was given; send every worker the identical request.`,
-      );
-    }
-    const { plan } = shared;
-    await session.save((j) => {
-      j.t0 = plan.t0;
-      j.listedUntil = plan.listedUntil;
-      j.estimatedTotalBytes = plan.estimatedTotalBytes;
-      j.namespaces = deepSnapshot(plan.namespaces).map((n) => {
-        const { partitionSet: _unused, ...rest } = n;
-        return { ...rest, copy: n.copy === 'none' ? 'none' : 'pending' };
-      });
-      j.shard = { ...j.shard!, sharding: plan.sharding };
-      j.phase = 'prepared';
-    });
-    this.options.logger.info('joined the per-shard sync', {
-      shard: shard.id,
-      coordinatorID: shard.coordinatorID,
-    });
-    return true;
-  }
-
-  /** The coordinator: the destination is prepared; the shared plan is the prepared catalog. */
-  private async announceReady(session: JobSession): Promise<void> {
-    const store = session.coordination!;
-    const shared = await store.load();
-    if (shared?.ready) return;
-    const { job } = session;
-    await store.set({
-      ready: true,
-      plan: {
-        t0: job.t0,
-        listedUntil: job.listedUntil,
-        estimatedTotalBytes: job.estimatedTotalBytes,
-        namespaces: job.namespaces.map((n) => {
-          const { partitionSet: _unused, ...rest } = n;
-          return rest;
-        }),
-        sharding: job.shard!.sharding!,
-      },
-    });
+    await this.applyChanges(session, copy, topology, signal);
   }
 
   private async applyChanges(
     session: JobSession,
     copy: CopyRunner,
+    topology: SyncTopology,
     signal: AbortSignal,
   ): Promise<void> {
     const factory = this.options.changeApplication;
@@ -426,8 +361,8 @@ export class SyncRunner {
       job.request.excludeNamespaces,
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
-    // Per-shard workers leave verification to the coordinator's final pass at commit.
-    if (!job.shard) {
+    // Per-shard workers leave verification to the lead worker's final pass at commit.
+    if (topology.verifiesLive) {
       this.livePass = this.verification.runLive(session, signal, () =>
         this.untilChangesCaughtUp(signal),
       );
@@ -454,7 +389,7 @@ export class SyncRunner {
         }
       },
     });
-    const gate = await this.shardGate(session, router, signal);
+    const gate = await topology.orderChanges(session, router, signal);
     try {
       await cea.run({
         job,
@@ -471,41 +406,6 @@ export class SyncRunner {
     } finally {
       await gate?.stop();
     }
-  }
-
-  /**
-   * A per-shard worker's place in the cluster-time order of the sync (shards/watermark-gate):
-   * it publishes how far it has read and applied its own shard, and waits for the others where
-   * a DDL or another shard's unread history could precede its next event. Null: a lone worker.
-   */
-  private async shardGate(
-    session: JobSession,
-    router: CatalogEventRouter,
-    signal: AbortSignal,
-  ): Promise<WatermarkGate | null> {
-    const { job } = session;
-    if (!job.shard || !session.watermarks) return null;
-    const shardSource = await session.readSource();
-    const gate = new WatermarkGate({
-      store: session.watermarks,
-      me: job.shard.id,
-      members: job.shard.members,
-      clock: this.options.clock,
-      logger: this.options.logger,
-      start: justBefore(job.t0),
-      recorded: () => session.job.ddlApplied,
-      recordForeign: (ddl) =>
-        router.recordForeignDdl(ddl.event as ChangeEvent, {
-          token: { _data: ddl.token },
-          clusterTime: ddl.clusterTime,
-        }),
-      advance: async () => {
-        await shardSource.writeNoop('cluster-sync: an idle shard stream moved on');
-      },
-      waiting: (what) => void (this.waitingFor = what),
-    });
-    gate.start(signal);
-    return gate;
   }
 }
 

@@ -150,7 +150,7 @@ export async function startJob(
       shard,
     };
     await store.saveJob(job);
-    logger.info('sync started; waiting for the coordinator to prepare the destination', {
+    logger.info('sync started; waiting for the lead worker to prepare the destination', {
       shard: shard.id,
       coordinatorID: shard.coordinatorID,
     });

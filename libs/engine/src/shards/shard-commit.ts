@@ -55,7 +55,7 @@ export class ShardCommit {
       (r) =>
         (r?.commitSteps?.[step.name] ?? []).includes(this.shard.coordinatorID) ? r! : undefined,
       this.deps,
-      () => `commit: waiting for the coordinator ${this.shard.coordinatorID} (${step.name})`,
+      () => `commit: waiting for the lead worker ${this.shard.coordinatorID} (${step.name})`,
     );
     if (record.destinationTime && !state.destinationTime)
       state.destinationTime = record.destinationTime;
