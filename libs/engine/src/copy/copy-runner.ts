@@ -102,13 +102,16 @@ export class CopyRunner {
     const sets = new Map<string, number>();
     const fresh: PartitionRecord[] = [];
     let next = session.job.nextPartitionSet;
+    // Split points are sampled where the copy reads: a per-shard worker samples its own shard.
+    const sampled =
+      session.job.phase === 'prepared' ? await this.topology.copySource(session) : session.source;
     for (const record of records) {
       if (signal.aborted) return;
       const set = next++;
       sets.set(record.key, set);
       fresh.push(
         ...(await planPartitions(
-          session.source,
+          sampled,
           record,
           { syncID: this.options.syncID, set, sourceName: this.sourceNames.get(record.key) },
           partitioning,

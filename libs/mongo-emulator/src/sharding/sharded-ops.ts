@@ -476,12 +476,17 @@ export class ShardedOps {
       );
     }
     // The leading $match runs on the shards; the rest of the pipeline on the merged documents.
+    // A $sample right after it runs on the shards too (each returns at most `size` documents,
+    // as mongos splits it), and again on the merged ones: the shards never send the whole
+    // collection for a sample.
     const match = isDoc(first) && isDoc(first.$match) ? [first] : [];
+    const next = pipeline[match.length];
+    const shardStages = isDoc(next) && isDoc(next.$sample) ? [...match, next] : match;
     const gathered = await this.gather(
       entry,
       {
         aggregate: body.aggregate,
-        pipeline: match,
+        pipeline: shardStages,
         cursor: { batchSize: 2 ** 31 - 1 },
         $db: body.$db,
       },
