@@ -103,6 +103,11 @@ export const API_ERRORS = {
     description:
       'Another live worker runs this shard id; each source shard needs exactly one worker (a crashed one is taken over once its heartbeat is stale).',
   },
+  ShardClaimLost: {
+    httpStatus: 409,
+    description:
+      'This worker lost its shard (another worker took it over, or its claim could not be renewed in time) and writes nothing more to the destination; restart it.',
+  },
   ReverseNotSupportedPerShard: {
     httpStatus: 409,
     description:

@@ -35,3 +35,4 @@ export * from './verify/verification';
 export * from './shards/key-order';
 export * from './shards/shard-hash';
 export * from './shards/ownership';
+export * from './shards/claim-fence';

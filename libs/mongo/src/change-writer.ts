@@ -15,6 +15,7 @@ import {
   type WriteFailure,
   type WriteOp,
 } from '@sync/engine/apply';
+import type { ClaimGuard } from '@sync/engine';
 
 const DUPLICATE_KEY = 11000;
 /** Two replace-upserts of one new _id can race (our write vs the copy's insert): retry a few. */
@@ -46,7 +47,14 @@ export class MongoChangeWriter implements ChangeWriter {
   private queued = new Map<string, QueuedBulk>();
   private flushScheduled = false;
 
-  constructor(private readonly client: MongoClient) {}
+  constructor(
+    private readonly client: MongoClient,
+    /**
+     * A per-shard worker's shard claim: every bulk first checks its lease (ShardClaimLost once
+     * lost), so a worker that lost its shard writes no more user data.
+     */
+    private readonly guard?: ClaimGuard,
+  ) {}
 
   bulkWrite(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     if (ops.length === 0) return Promise.resolve([]);
@@ -138,6 +146,7 @@ export class MongoChangeWriter implements ChangeWriter {
 
   private async bulkCommand(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     if (ops.length === 0) return [];
+    this.guard?.assertHeld();
     try {
       await this.coll(ns).bulkWrite(ops.map(toModel), {
         ordered: false,

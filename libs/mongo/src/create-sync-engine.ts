@@ -1,6 +1,8 @@
 import {
   ChangeEventApplication,
+  ClaimFence,
   SyncJob,
+  type ClaimGuard,
   type ChangeEventApplicationOptions,
   type EngineLogger,
   type SyncEngine,
@@ -44,15 +46,25 @@ export async function createSyncEngine(
   const redact = makeRedactor(Object.values(options.clusters));
   const logger = redactingLogger(options.logger, redact);
   const syncID = options.id ?? 'worker';
-  const directory = new MongoClusterDirectory(options.clusters, syncID);
+  // A per-shard worker's claim fences every destination write (ShardClaim renews it, the
+  // adapters check it); a lone worker has no claim.
+  const clock = options.engine?.clock;
+  const fence =
+    options.id !== undefined
+      ? new ClaimFence(options.id, clock ? () => clock.now() : undefined)
+      : undefined;
+  const directory = new MongoClusterDirectory(options.clusters, syncID, fence);
   const onFatal = (error: Error): void => {
     error.message = redact(error.message); // keep the class (ApiError carries the error name)
     if (options.onFatal) options.onFatal(error);
     else logger.error('sync cannot continue', { error: `${error.name}: ${error.message}` });
   };
   const job = new SyncJob({
-    phases: { changeApplication: mongoChangeApplication(directory, options.changeApplication) },
+    phases: {
+      changeApplication: mongoChangeApplication(directory, options.changeApplication, fence),
+    },
     ...options.engine,
+    ...(fence ? { shardClaim: { ...options.engine?.shardClaim, fence } } : {}),
     clusters: directory,
     logger,
     syncID,
@@ -76,6 +88,8 @@ export async function createSyncEngine(
 export function mongoChangeApplication(
   directory: MongoClusterDirectory,
   options: CreateSyncEngineOptions['changeApplication'] = {},
+  /** A per-shard worker's shard claim: fences the change writes and checkpoint saves. */
+  guard?: ClaimGuard,
 ): () => ChangeEventApplication {
   return () =>
     new ChangeEventApplication({
@@ -94,9 +108,13 @@ export function mongoChangeApplication(
                 ...options.feed,
               })
             : new MongoChangeFeed(source, options.feed),
-          writer: new MongoChangeWriter(destination),
+          writer: new MongoChangeWriter(destination, guard),
           lookup: new MongoDocumentLookup(source),
-          checkpoints: new MongoCheckpointStore(destination, `changeEvents:${ctx.checkpointKey}`),
+          checkpoints: new MongoCheckpointStore(
+            destination,
+            `changeEvents:${ctx.checkpointKey}`,
+            guard,
+          ),
         };
       },
     });

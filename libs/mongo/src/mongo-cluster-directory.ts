@@ -1,4 +1,5 @@
 import type {
+  ClaimGuard,
   ClusterDirectory,
   CoordinationStore,
   DestinationCluster,
@@ -7,6 +8,7 @@ import type {
   WatermarkStore,
 } from '@sync/engine';
 import { MongoClient } from 'mongodb';
+import { leaseGuarded } from './claim-fencing';
 import { displayHost } from './connection-string';
 import { MongoDestinationCluster } from './mongo-destination-cluster';
 import { MongoCoordinationStore } from './mongo-coordination-store';
@@ -18,11 +20,11 @@ import { MongoWatermarkStore } from './mongo-watermark-store';
 interface Entry {
   client: MongoClient;
   shards: ShardConnections;
-  source: MongoSourceCluster;
+  source: SourceCluster;
   destination: MongoDestinationCluster;
   store: MongoJobStore;
   coordination: MongoCoordinationStore;
-  watermarks: MongoWatermarkStore;
+  watermarks: WatermarkStore;
   /** Per shard id: its direct client and source port, once resolved through listShards. */
   shardSources: Map<string, Promise<{ client: MongoClient; source: MongoSourceCluster }>>;
 }
@@ -31,11 +33,15 @@ interface Entry {
  * One MongoClient per launched cluster (the driver connects lazily on first use), with the
  * settings a sync needs regardless of the URI: majority reads and writes, primary reads,
  * retryable writes.
+ *
+ * `guard` (a per-shard worker's shard claim) fences every write of the adapters on the
+ * destination: the metadata stores carry the claim epoch, the data writes and the watermarks
+ * check the claim's lease (as do the source's balancer, write-blocking and no-op writes).
  */
 export class MongoClusterDirectory implements ClusterDirectory {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(clusters: Record<string, string>, syncID: string) {
+  constructor(clusters: Record<string, string>, syncID: string, guard?: ClaimGuard) {
     for (const [name, uri] of Object.entries(clusters)) {
       const client = new MongoClient(uri, {
         appName: 'cluster-sync',
@@ -50,11 +56,21 @@ export class MongoClusterDirectory implements ClusterDirectory {
       this.entries.set(name, {
         client,
         shards,
-        source: new MongoSourceCluster(client, host, shards),
-        destination: new MongoDestinationCluster(client, host),
-        store: new MongoJobStore(client, syncID),
-        coordination: new MongoCoordinationStore(client),
-        watermarks: new MongoWatermarkStore(client),
+        source: leaseGuarded<SourceCluster>(new MongoSourceCluster(client, host, shards), guard, [
+          'setBalancer',
+          'setUserWriteBlocking',
+          'writeNoop',
+        ]),
+        destination: new MongoDestinationCluster(client, host, guard),
+        store: new MongoJobStore(client, syncID, guard),
+        coordination: new MongoCoordinationStore(client, guard),
+        watermarks: leaseGuarded<WatermarkStore>(new MongoWatermarkStore(client), guard, [
+          'publish',
+          'announce',
+          'markApplied',
+          'halt',
+          'clear',
+        ]),
         shardSources: new Map(),
       });
     }

@@ -1,46 +1,107 @@
 import {
   INTERNAL_DATABASE,
   type BarrierRecord,
+  type ClaimGuard,
   type CoordinationRecord,
   type CoordinationStore,
   type WorkerClaim,
 } from '@sync/engine';
 import type { Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
+import { Fencing, isDuplicateKey } from './claim-fencing';
 import { EXACT_BSON, toNumber } from './exact-bson';
 import { normaliseNamespaces, normaliseRequest } from './mongo-job-store';
 
 const ID = 'sync';
 
 /**
- * The per-shard sync's shared record (`coordination`, `_id: "sync"`) and its DDL barriers
- * (`barriers`, by resume token), on the destination. Every method is one atomic write; read
- * with EXACT_BSON, since the shared plan holds index specs and chunk bounds that must round-trip.
+ * The per-shard sync's shared record (`coordination`, `_id: "sync"`), its DDL barriers
+ * (`barriers`, by resume token) and the shard claims (`workers`), on the destination. Every
+ * method is one atomic write; read with EXACT_BSON, since the shared plan holds index specs and
+ * chunk bounds that must round-trip.
+ *
+ * Fencing (with a guard: a per-shard worker): the shared documents record each worker's claim
+ * epoch (`claimEpochs.<shard id>`); every write of this worker checks its lease first and
+ * carries its epoch in the filter, so once a successor stamped a newer one (`fence`) the write
+ * matches nothing and throws ShardClaimLost.
  */
 export class MongoCoordinationStore implements CoordinationStore {
-  constructor(private readonly client: MongoClient) {}
+  private readonly fencing: Fencing;
 
-  private collection(name: 'coordination' | 'barriers' | 'workers'): Collection<Document> {
+  constructor(
+    private readonly client: MongoClient,
+    guard?: ClaimGuard,
+  ) {
+    this.fencing = new Fencing(guard);
+  }
+
+  private collection(
+    name: 'coordination' | 'barriers' | 'workers' | 'jobs' | 'partitions' | 'resumeData',
+  ): Collection<Document> {
     return this.client.db(INTERNAL_DATABASE).collection(name);
   }
 
-  async claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim> {
+  /**
+   * One atomic write judged by the destination's clock ($$NOW): the filter matches this
+   * instance's claim or a stale one (heartbeat older than $$NOW − staleMs), the pipeline update
+   * stamps the heartbeat with $$NOW and increments the epoch when the instance changes. A
+   * fresh claim of another instance matches nothing and the upsert collides with it (11000).
+   */
+  async claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim> {
     const workers = this.collection('workers');
+    let held: Document | null = null;
     try {
-      await workers.updateOne(
+      held = await workers.findOneAndUpdate(
         {
           _id: worker as never,
-          $or: [{ instance }, { heartbeatAt: { $lt: staleBefore } }],
+          $or: [
+            { instance },
+            { $expr: { $lt: ['$heartbeatAt', { $subtract: ['$$NOW', staleMs] }] } },
+          ],
         },
-        { $set: { instance, heartbeatAt: now } },
-        { upsert: true },
+        [
+          {
+            $set: {
+              epoch: {
+                $cond: [
+                  { $eq: ['$instance', instance] },
+                  '$epoch',
+                  { $add: [{ $ifNull: ['$epoch', 0] }, 1] },
+                ],
+              },
+              instance,
+              heartbeatAt: '$$NOW',
+            },
+          },
+        ],
+        { upsert: true, returnDocument: 'after' },
       );
     } catch (error) {
       // Held by a live process: the upsert collides with its document.
       if ((error as { code?: unknown }).code !== 11000) throw error;
     }
-    const held = await workers.findOne({ _id: worker as never });
-    return held as unknown as WorkerClaim;
+    held ??= await workers.findOne({ _id: worker as never });
+    if (!held) throw new Error(`the claim of shard ${worker} vanished while it was claimed`);
+    return {
+      _id: String(held._id),
+      instance: String(held.instance),
+      heartbeatAt: held.heartbeatAt as Date,
+      // A claim written before epochs existed counts as epoch 0.
+      epoch: toNumber(held.epoch),
+    };
+  }
+
+  async fence(worker: string, epoch: number): Promise<void> {
+    const stamp = { $max: { claimEpoch: epoch } };
+    const shared = { $max: { [`claimEpochs.${worker}`]: epoch } };
+    await this.collection('jobs').updateOne({ _id: worker as never }, stamp);
+    await this.collection('partitions').updateMany({ syncID: worker }, stamp);
+    await this.collection('resumeData').updateMany(
+      { _id: { $regex: `^changeEvents:${escapeRegex(worker)}\\|` } as never },
+      stamp,
+    );
+    await this.collection('coordination').updateOne({ _id: ID as never }, shared);
+    await this.collection('barriers').updateMany({}, shared);
   }
 
   async load(): Promise<CoordinationRecord | null> {
@@ -58,33 +119,57 @@ export class MongoCoordinationStore implements CoordinationStore {
     };
   }
 
+  /** Replaces the record (a new sync): the creator's epoch is the only one it keeps. */
   async create(record: CoordinationRecord): Promise<void> {
-    await this.collection('barriers').deleteMany({});
-    await this.collection('coordination').replaceOne(
-      { _id: ID as never },
-      record as unknown as Document,
-      { upsert: true },
-    );
+    const epoch = this.fencing.check();
+    const field = this.epochField();
+    await this.collection('barriers').deleteMany(this.fencing.filter(epoch, field));
+    try {
+      await this.collection('coordination').replaceOne(
+        { _id: ID as never, ...this.fencing.filter(epoch, field) },
+        {
+          ...(record as unknown as Document),
+          ...(epoch !== undefined ? { claimEpochs: { [this.fencing.guard!.worker]: epoch } } : {}),
+        },
+        { upsert: true },
+      );
+    } catch (error) {
+      if (epoch !== undefined && isDuplicateKey(error))
+        throw this.fencing.refused('creating the shared record');
+      throw error;
+    }
   }
 
   async set(fields: Partial<Omit<CoordinationRecord, '_id'>>): Promise<void> {
-    await this.collection('coordination').updateOne({ _id: ID as never }, { $set: fields });
+    await this.updateRecord({ $set: fields }, 'a write of the shared record');
   }
 
   async markStep(step: string, worker: string): Promise<void> {
-    await this.collection('coordination').updateOne(
-      { _id: ID as never },
+    await this.updateRecord(
       { $addToSet: { [`commitSteps.${step}`]: worker } },
+      `recording commit step ${step}`,
     );
   }
 
   async arrive(barrier: string, worker: string): Promise<BarrierRecord> {
-    const doc = await this.collection('barriers').findOneAndUpdate(
-      { _id: barrier as never },
-      { $addToSet: { arrived: worker }, $setOnInsert: { released: false } },
-      { upsert: true, returnDocument: 'after' },
-    );
-    return doc as unknown as BarrierRecord;
+    const epoch = this.fencing.check();
+    const field = this.epochField();
+    try {
+      const doc = await this.collection('barriers').findOneAndUpdate(
+        { _id: barrier as never, ...this.fencing.filter(epoch, field) },
+        {
+          $addToSet: { arrived: worker },
+          $setOnInsert: { released: false },
+          ...(epoch !== undefined ? { $max: { [field]: epoch } } : {}),
+        },
+        { upsert: true, returnDocument: 'after' },
+      );
+      return doc as unknown as BarrierRecord;
+    } catch (error) {
+      if (epoch !== undefined && isDuplicateKey(error))
+        throw this.fencing.refused('arriving at a barrier');
+      throw error;
+    }
   }
 
   async barrier(barrier: string): Promise<BarrierRecord | null> {
@@ -93,9 +178,36 @@ export class MongoCoordinationStore implements CoordinationStore {
   }
 
   async release(barrier: string): Promise<void> {
-    await this.collection('barriers').updateOne(
-      { _id: barrier as never },
-      { $set: { released: true } },
+    const epoch = this.fencing.check();
+    const field = this.epochField();
+    const barriers = this.collection('barriers');
+    const done = await barriers.updateOne(
+      { _id: barrier as never, ...this.fencing.filter(epoch, field) },
+      { $set: { released: true }, ...(epoch !== undefined ? { $max: { [field]: epoch } } : {}) },
     );
+    if (done.matchedCount === 0)
+      await this.fencing.confirm(barriers, { _id: barrier }, epoch, 'releasing a barrier', field);
   }
+
+  /** One fenced update of the shared record (a missing record matches nothing, as before). */
+  private async updateRecord(update: Document, what: string): Promise<void> {
+    const epoch = this.fencing.check();
+    const field = this.epochField();
+    const coordination = this.collection('coordination');
+    const done = await coordination.updateOne(
+      { _id: ID as never, ...this.fencing.filter(epoch, field) },
+      epoch !== undefined ? { ...update, $max: { [field]: epoch } } : update,
+    );
+    if (done.matchedCount === 0)
+      await this.fencing.confirm(coordination, { _id: ID }, epoch, what, field);
+  }
+
+  /** Where the shared documents record this worker's claim epoch. */
+  private epochField(): string {
+    return `claimEpochs.${this.fencing.guard?.worker ?? ''}`;
+  }
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

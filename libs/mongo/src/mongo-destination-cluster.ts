@@ -1,4 +1,5 @@
 import type {
+  ClaimGuard,
   ClusterDescription,
   DestinationCluster,
   IndexModification,
@@ -44,11 +45,17 @@ interface InsertReply {
   writeConcernError?: Document;
 }
 
-/** DestinationCluster over the official driver (majority writes come from the client options). */
+/**
+ * DestinationCluster over the official driver (majority writes come from the client options).
+ * With a guard (a per-shard worker), every write first checks the shard claim's lease and
+ * throws ShardClaimLost once it is lost: user data carries no claim epoch, so this check is
+ * what keeps a worker that lost its shard from writing after its successor started.
+ */
 export class MongoDestinationCluster implements DestinationCluster {
   constructor(
     private readonly client: MongoClient,
     private readonly host: string,
+    private readonly guard?: ClaimGuard,
   ) {}
 
   describe(): Promise<ClusterDescription> {
@@ -56,6 +63,7 @@ export class MongoDestinationCluster implements DestinationCluster {
   }
 
   async clusterTime(): Promise<Timestamp> {
+    this.guard?.assertHeld();
     const reply = await this.client
       .db('admin')
       .command({ appendOplogNote: 1, data: { msg: 'cluster-sync destination time' } });
@@ -67,6 +75,7 @@ export class MongoDestinationCluster implements DestinationCluster {
   }
 
   async dropCollection(database: string, collection: string): Promise<void> {
+    this.guard?.assertHeld();
     try {
       await this.client.db(database).command({ drop: collection });
     } catch (error) {
@@ -90,6 +99,7 @@ export class MongoDestinationCluster implements DestinationCluster {
   }
 
   async createCollection(database: string, collection: string, options: Document): Promise<void> {
+    this.guard?.assertHeld();
     await this.ignoreExists(this.client.db(database).command({ create: collection, ...options }));
   }
 
@@ -100,12 +110,14 @@ export class MongoDestinationCluster implements DestinationCluster {
     pipeline: Document[],
     options: Document,
   ): Promise<void> {
+    this.guard?.assertHeld();
     await this.ignoreExists(
       this.client.db(database).command({ create: view, viewOn, pipeline, ...options }),
     );
   }
 
   async createIndexes(database: string, collection: string, specs: Document[]): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db(database).command({ createIndexes: collection, indexes: specs });
   }
 
@@ -114,6 +126,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     collection: string,
     change: IndexModification,
   ): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db(database).command({ collMod: collection, index: { ...change } });
   }
 
@@ -121,6 +134,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     from: { db: string; coll: string },
     to: { db: string; coll: string },
   ): Promise<boolean> {
+    this.guard?.assertHeld();
     try {
       await this.client.db('admin').command({
         renameCollection: `${from.db}.${from.coll}`,
@@ -140,6 +154,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     key: Document,
     unique: boolean,
   ): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db('admin').command({
       shardCollection: `${database}.${collection}`,
       key,
@@ -148,10 +163,12 @@ export class MongoDestinationCluster implements DestinationCluster {
   }
 
   async collMod(database: string, collection: string, options: Document): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db(database).command({ collMod: collection, ...options });
   }
 
   async dropIndex(database: string, collection: string, name: string): Promise<void> {
+    this.guard?.assertHeld();
     try {
       await this.client.db(database).command({ dropIndexes: collection, index: name });
     } catch (error) {
@@ -172,6 +189,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     collection: string,
     documents: Document[],
   ): Promise<InsertResult> {
+    this.guard?.assertHeld();
     if (documents.length === 0) return { inserted: 0, duplicates: 0 };
     try {
       const result = await this.client
@@ -210,6 +228,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     collection: string,
     documents: Uint8Array[],
   ): Promise<InsertResult> {
+    this.guard?.assertHeld();
     if (documents.length === 0) return { inserted: 0, duplicates: 0 };
     const namespace = `${database}.${collection}`;
     if (!DocumentSequenceImpl) {
@@ -263,6 +282,7 @@ export class MongoDestinationCluster implements DestinationCluster {
   }
 
   async splitAt(database: string, collection: string, middle: Document): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db('admin').command({ split: `${database}.${collection}`, middle });
   }
 
@@ -273,6 +293,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     max: Document,
     toShard: string,
   ): Promise<void> {
+    this.guard?.assertHeld();
     const uuid = await this.collectionUuid(database, collection);
     const chunk = uuid
       ? await this.client.db('config').collection('chunks').findOne({ uuid, min }, EXACT_BSON)
@@ -297,11 +318,13 @@ export class MongoDestinationCluster implements DestinationCluster {
     return balancerMode(this.client);
   }
 
-  setBalancer(enabled: boolean): Promise<void> {
+  async setBalancer(enabled: boolean): Promise<void> {
+    this.guard?.assertHeld();
     return setBalancer(this.client, enabled);
   }
 
   async setUserWriteBlocking(enabled: boolean): Promise<void> {
+    this.guard?.assertHeld();
     await this.client.db('admin').command({ setUserWriteBlockMode: 1, global: enabled });
   }
 

@@ -305,18 +305,25 @@ export class SyncJob implements SyncEngine {
     if (this.current === 'REVERSING') await this.runReverse();
   }
 
-  /** One process per shard id (DuplicateShardWorker otherwise); renewed while this one runs. */
+  /**
+   * One process per shard id (DuplicateShardWorker otherwise); renewed while this one runs.
+   * Lost (taken over, or its lease ran out) the run stops at once: the fence shared with the
+   * destination adapters refuses every write from then on, so whatever the stopping run still
+   * tries (draining its lanes, saving its checkpoint, persisting the failure) writes nothing,
+   * and every call answers ShardClaimLost.
+   */
   private async claimShard(store: CoordinationStore): Promise<void> {
     if (this.claim) return;
     const claim = new ShardClaim(this.syncID, this.clock, this.logger, this.options.shardClaim);
     await claim.acquire(store, (error) => {
-      this.logger.error('another worker took over this shard; stopping', {
+      this.logger.error('this worker lost its shard; it stops writing', {
         error: error.error,
         description: error.message,
       });
       this.fatalInit = error;
-      void this.runner?.stop();
       this.commitAbort?.abort();
+      void this.runner?.stop();
+      if (!this.closed) this.options.onFatal?.(error);
     });
     this.claim = claim;
   }

@@ -52,21 +52,34 @@ export interface BarrierRecord {
   released: boolean;
 }
 
-/** Which process currently runs a shard's worker (`workers` collection, `_id` = shard id). */
+/**
+ * Which process currently runs a shard's worker (`workers` collection, `_id` = shard id). Every
+ * time is the DESTINATION's clock (`$$NOW` of the write): no two hosts' wall clocks are ever
+ * compared.
+ */
 export interface WorkerClaim {
   _id: string;
   /** Random id of the claiming process. */
   instance: string;
+  /** The destination's time of the holder's last claim or renewal. */
   heartbeatAt: Date;
+  /**
+   * Incremented by every takeover by another instance (1 for the first claim); the holder
+   * carries it in the filters of its metadata writes (`claimEpoch`), so that a write by the
+   * holder of an older epoch matches nothing.
+   */
+  epoch: number;
 }
 
 export interface CoordinationStore {
   /**
-   * Claims shard `worker` for process `instance` in one atomic write: succeeds when nobody
-   * holds it, `instance` already does, or the holder's heartbeat is older than `staleBefore`.
-   * Returns the claim in force afterwards (another process's when refused).
+   * Claims shard `worker` for process `instance` in one atomic write judged by the
+   * destination's clock: succeeds when nobody holds it, `instance` already does (a renewal:
+   * same epoch), or the holder's heartbeat is more than `staleMs` older than the destination's
+   * `$$NOW` (a takeover: epoch + 1). Returns the claim in force afterwards (another process's
+   * when refused).
    */
-  claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim>;
+  claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim>;
   load(): Promise<CoordinationRecord | null>;
   /** Writes the record (replacing a stale one from an abandoned start). */
   create(record: CoordinationRecord): Promise<void>;
@@ -78,4 +91,11 @@ export interface CoordinationStore {
   arrive(barrier: string, worker: string): Promise<BarrierRecord>;
   barrier(barrier: string): Promise<BarrierRecord | null>;
   release(barrier: string): Promise<void>;
+  /**
+   * Fencing, right after a takeover: stamps `epoch` as shard `worker`'s claim epoch on every
+   * metadata document the worker writes (its job, partitions and checkpoints, the shared record,
+   * the barriers), so that from now on a write of an older epoch's holder matches nothing and
+   * is reported as ShardClaimLost. Never lowers a stamp.
+   */
+  fence(worker: string, epoch: number): Promise<void>;
 }

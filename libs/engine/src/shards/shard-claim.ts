@@ -1,54 +1,118 @@
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { ApiError } from '@sync/contracts';
-import type { Clock } from '../ports/clock';
-import type { CoordinationStore } from '../ports/coordination-store';
+import { systemClock, type Clock } from '../ports/clock';
+import type { CoordinationStore, WorkerClaim } from '../ports/coordination-store';
 import type { EngineLogger } from '../ports/engine-logger';
+import { ClaimFence, shardClaimLost } from './claim-fence';
 
 export interface ShardClaimOptions {
   /** Heartbeat period (default 3 s). */
   renewMs?: number;
-  /** A claim whose heartbeat is older than this is free to take over (default 10 s). */
+  /**
+   * A claim whose heartbeat is older than this by the DESTINATION's clock is free to take over
+   * (default 10 s).
+   */
   staleMs?: number;
+  /**
+   * The holder stops writing this long before its claim could go stale: it holds the claim
+   * until (sending time of its last acknowledged renewal) + staleMs − leaseMarginMs, on its own
+   * monotonic clock (default staleMs / 5: 2 s of 10 s). Covers clock-rate drift and a write
+   * still in flight when the lease ends.
+   */
+  leaseMarginMs?: number;
+  /**
+   * The lease state the destination adapters check before each write (the composition root
+   * shares one with them); a private one otherwise.
+   */
+  fence?: ClaimFence;
 }
 
 /**
  * One process per shard: a worker holds its shard id in the destination's `workers` collection
- * and renews it while it lives. A second worker launched with the same `--id` is refused
- * (`DuplicateShardWorker`) instead of syncing the same shard twice; a worker restarted after a
- * crash takes the claim over once the dead one's heartbeat is stale.
+ * and renews it while it lives. Staleness is judged by the destination's clock alone (the
+ * claim's update compares the heartbeat with the server's `$$NOW`), so a skewed host clock
+ * changes nothing.
+ *
+ * Fencing: every takeover by another process increments the claim's epoch, which the new holder
+ * stamps on the metadata it writes (CoordinationStore.fence) and carries in its writes'
+ * filters, so an old holder's metadata writes match nothing. And the holder stops writing on
+ * its own before its claim can go stale (the lease, see ClaimFence): renewals failing or the
+ * process paused, it writes nothing more and its run stops with ShardClaimLost.
+ *
+ * A second live process launched with the same `--id` is refused (`DuplicateShardWorker`) once
+ * it sees the holder's heartbeat advance; a worker restarted after a crash waits, however long
+ * it takes, until the dead one's claim is stale by the destination's clock, and takes it over.
  */
 export class ShardClaim {
   readonly instance = randomBytes(8).toString('hex');
+  readonly fence: ClaimFence;
   private renewing: AbortController | null = null;
+  private held: WorkerClaim | null = null;
 
   constructor(
     private readonly worker: string,
     private readonly clock: Clock,
     private readonly logger: EngineLogger,
     private readonly options: ShardClaimOptions = {},
-  ) {}
+  ) {
+    this.fence =
+      options.fence ??
+      new ClaimFence(worker, clock === systemClock ? () => performance.now() : () => clock.now());
+    if (this.renewMs >= this.staleMs - this.marginMs) {
+      throw new Error(
+        `shard claim: renewMs (${this.renewMs}) must be shorter than staleMs − leaseMarginMs (${this.staleMs - this.marginMs})`,
+      );
+    }
+  }
 
   private get staleMs(): number {
     return this.options.staleMs ?? 10_000;
   }
 
-  /** Claims the shard on `store` (waiting out a crashed predecessor's claim), then renews it. */
+  private get renewMs(): number {
+    return this.options.renewMs ?? 3_000;
+  }
+
+  private get marginMs(): number {
+    return this.options.leaseMarginMs ?? this.staleMs / 5;
+  }
+
+  /** The epoch of the claim this process holds (undefined before it holds one). */
+  get epoch(): number | undefined {
+    return this.held?.epoch;
+  }
+
+  /**
+   * Claims the shard on `store` — waiting out a dead predecessor's claim however long it takes,
+   * refused only when the holder is seen alive (its heartbeat advances twice) — fences the older
+   * epochs off, then renews the claim and watches the lease. `onLost` is called once when the
+   * claim is lost (taken over, or the lease ran out); the fence refuses writes from then on.
+   */
   async acquire(store: CoordinationStore, onLost: (error: ApiError) => void): Promise<void> {
-    const deadline = this.clock.now() + this.staleMs + 1_000;
+    let first: WorkerClaim | null = null;
+    const beats = new Set<number>();
     for (;;) {
-      const now = this.clock.now();
-      const held = await store.claim(
-        this.worker,
-        this.instance,
-        new Date(now),
-        new Date(now - this.staleMs),
-      );
-      if (held.instance === this.instance) break;
-      // A restart right after a crash finds its own dead predecessor's fresh claim: give it
-      // the time to go stale. A live duplicate keeps renewing and is refused.
-      if (this.clock.now() >= deadline) throw this.duplicate(held.heartbeatAt);
-      await this.clock.sleep(1_000);
+      const sent = this.fence.now();
+      const held = await store.claim(this.worker, this.instance, this.staleMs);
+      if (held.instance === this.instance) {
+        this.held = held;
+        // Before any other write: the older epochs' writes match nothing from here on.
+        await store.fence(this.worker, held.epoch);
+        this.fence.hold(held.epoch, sent + this.staleMs - this.marginMs);
+        break;
+      }
+      first ??= held;
+      beats.add(held.heartbeatAt.getTime());
+      // Alive: another process took the claim over meanwhile, or the heartbeat advanced twice
+      // (once could be a dead process's last renewal, still in flight when it died).
+      if (held.instance !== first.instance || held.epoch !== first.epoch || beats.size > 2)
+        throw this.duplicate(held);
+      // A restart right after a crash finds its own dead predecessor's fresh claim: it goes
+      // stale (by the destination's clock) unless its holder renews it.
+      await this.clock.sleep(Math.min(1_000, this.renewMs));
     }
+    this.logger.info('shard claimed', { worker: this.worker, epoch: this.held.epoch });
     this.renew(store, onLost);
   }
 
@@ -61,38 +125,59 @@ export class ShardClaim {
     this.stop();
     const controller = new AbortController();
     this.renewing = controller;
+    const epoch = this.held!.epoch;
+    let told = false;
+    const lose = (error: ApiError): void => {
+      this.fence.lose(error);
+      controller.abort();
+      if (told) return;
+      told = true;
+      onLost(this.fence.lost ?? error);
+    };
+    // The watchdog: the lease runs out when no renewal was acknowledged in time (renewals
+    // failing, a partition, the process paused): the run stops at once.
     void (async () => {
       while (!controller.signal.aborted) {
-        await this.clock
-          .sleep(this.options.renewMs ?? 3_000, controller.signal)
-          .catch(() => undefined);
+        const left = this.fence.remainingMs();
+        if (left <= 0 || this.fence.lost) {
+          lose(this.fence.lost!);
+          return;
+        }
+        await this.clock.sleep(Math.max(1, Math.min(left, this.renewMs)), controller.signal);
+      }
+    })();
+    void (async () => {
+      while (!controller.signal.aborted) {
+        await this.clock.sleep(this.renewMs, controller.signal).catch(() => undefined);
         if (controller.signal.aborted) return;
         try {
-          const now = this.clock.now();
-          const held = await store.claim(
-            this.worker,
-            this.instance,
-            new Date(now),
-            new Date(now - this.staleMs),
-          );
-          if (held.instance !== this.instance) {
-            controller.abort();
-            onLost(this.duplicate(held.heartbeatAt));
+          const sent = this.fence.now();
+          const held = await store.claim(this.worker, this.instance, this.staleMs);
+          if (controller.signal.aborted) return;
+          if (held.instance !== this.instance || held.epoch !== epoch) {
+            lose(
+              shardClaimLost(
+                this.worker,
+                `another worker took the shard over: instance ${held.instance}, claim epoch ${held.epoch} (this one held epoch ${epoch})`,
+              ),
+            );
             return;
           }
+          this.fence.hold(epoch, sent + this.staleMs - this.marginMs);
         } catch (error) {
           this.logger.warn('renewing the shard claim failed; retrying', {
             error: error instanceof Error ? error.message : String(error),
+            leaseLeftMs: Math.round(this.fence.remainingMs()),
           });
         }
       }
     })();
   }
 
-  private duplicate(heartbeatAt: Date): ApiError {
+  private duplicate(held: WorkerClaim): ApiError {
     return new ApiError(
       'DuplicateShardWorker',
-      `another worker runs shard ${this.worker} (its heartbeat: ${heartbeatAt.toISOString()}); each source shard needs exactly one worker. Stop the other one, or wait ${Math.round(this.staleMs / 1000)} s after it died.`,
+      `another worker runs shard ${this.worker}: it is alive (its heartbeat advances, last at ${held.heartbeatAt.toISOString()} by the destination's clock); each source shard needs exactly one worker. Stop the other one; a worker that died is taken over ${Math.round(this.staleMs / 1000)} s after its last heartbeat.`,
     );
   }
 }

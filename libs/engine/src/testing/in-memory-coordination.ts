@@ -11,13 +11,21 @@ export class FakeCoordinationStore implements CoordinationStore {
   record: CoordinationRecord | null = null;
   readonly barriers = new Map<string, BarrierRecord>();
   readonly claims = new Map<string, WorkerClaim>();
+  /** Claim epochs stamped by `fence`, by worker. */
+  readonly fences = new Map<string, number>();
 
-  async claim(worker: string, instance: string, now: Date, staleBefore: Date): Promise<WorkerClaim> {
+  /** `now`: the destination's clock (`$$NOW`), the only clock claims are judged by. */
+  constructor(readonly now: () => number = () => Date.now()) {}
+
+  async claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim> {
+    const now = this.now();
     const held = this.claims.get(worker);
-    if (!held || held.instance === instance || held.heartbeatAt < staleBefore) {
-      this.claims.set(worker, { _id: worker, instance, heartbeatAt: now });
+    if (!held || held.instance === instance || held.heartbeatAt.getTime() < now - staleMs) {
+      const epoch = !held ? 1 : held.instance === instance ? held.epoch : held.epoch + 1;
+      this.claims.set(worker, { _id: worker, instance, heartbeatAt: new Date(now), epoch });
     }
-    return { ...this.claims.get(worker)! };
+    const claim = this.claims.get(worker)!;
+    return { ...claim, heartbeatAt: new Date(claim.heartbeatAt) };
   }
 
   async load(): Promise<CoordinationRecord | null> {
@@ -54,5 +62,9 @@ export class FakeCoordinationStore implements CoordinationStore {
   async release(barrier: string): Promise<void> {
     const record = this.barriers.get(barrier);
     if (record) record.released = true;
+  }
+
+  async fence(worker: string, epoch: number): Promise<void> {
+    this.fences.set(worker, Math.max(epoch, this.fences.get(worker) ?? 0));
   }
 }

@@ -4,7 +4,13 @@ import { API_ERRORS, COMMAND_ID_HEADER, type ApiErrorName } from '@sync/contract
 import { schemaRef } from './api-schemas';
 
 /** What every operation can answer whatever it does (Unauthorized: launched with a token). */
-const ANY: ApiErrorName[] = ['Unauthorized', 'NotReady', 'InternalError', 'JobClusterMismatch'];
+const ANY: ApiErrorName[] = [
+  'Unauthorized',
+  'NotReady',
+  'InternalError',
+  'JobClusterMismatch',
+  'ShardClaimLost',
+];
 /** Every POST: the body's transport and the `X-Command-Id` header. */
 const POST: ApiErrorName[] = [
   'MalformedJson',

@@ -1,0 +1,95 @@
+import { performance } from 'node:perf_hooks';
+import { ApiError } from '@sync/contracts';
+
+/**
+ * What the destination adapters ask before they write, in a per-shard sync: is this process
+ * still the holder of its shard's claim? A lone worker (no `--id`) has no claim and every write
+ * passes.
+ */
+export interface ClaimGuard {
+  /** The shard id (= syncID) whose claim this process holds. */
+  readonly worker: string;
+  /**
+   * The epoch of the claim held (metadata writes carry it in their filters: `claimEpoch`), or
+   * undefined when no claim was ever held (a lone worker; a per-shard worker before it claims).
+   */
+  epoch(): number | undefined;
+  /** Throws ShardClaimLost once a claim was held and is lost or its lease ran out. */
+  assertHeld(): void;
+  /** ShardClaimLost once the claim is lost or its lease ran out; null before. */
+  readonly lost: ApiError | null;
+}
+
+/** The error of a worker that no longer holds its shard (named in progress and in the logs). */
+export function shardClaimLost(worker: string, why: string): ApiError {
+  return new ApiError(
+    'ShardClaimLost',
+    `this worker no longer holds shard ${worker} (${why}); it writes nothing more to the destination. Restart it: it takes the shard over again once no other worker holds it.`,
+  );
+}
+
+/** True when `error` (or its cause) is ShardClaimLost. */
+export function isShardClaimLost(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    if (e instanceof ApiError && e.error === 'ShardClaimLost') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * The holder's side of the claim lease: ShardClaim records each acknowledged renewal, the
+ * adapters check before each destination write. The lease is measured on this process's
+ * MONOTONIC clock from the moment the last successful renewal was SENT (the destination stamped
+ * its heartbeat no earlier), so it ends before any other worker can see the claim stale by the
+ * destination's clock — whatever this host's wall clock says, however long the process was
+ * paused. Once lost (lease run out, or a takeover seen) it stays lost.
+ */
+export class ClaimFence implements ClaimGuard {
+  private held: { epoch: number; until: number } | null = null;
+  private lostWith: ApiError | null = null;
+
+  constructor(
+    readonly worker: string,
+    /** Monotonic milliseconds (default `performance.now`); tests pass their clock. */
+    readonly now: () => number = () => performance.now(),
+  ) {}
+
+  epoch(): number | undefined {
+    return this.held?.epoch;
+  }
+
+  /** The claim (epoch) is held until `until` (monotonic ms), unless lost already. */
+  hold(epoch: number, until: number): void {
+    if (this.lostWith) return;
+    if (this.held && this.held.epoch === epoch) this.held.until = Math.max(this.held.until, until);
+    else this.held = { epoch, until };
+  }
+
+  /** Milliseconds the lease has left (≤ 0: run out); Infinity when no claim was ever held. */
+  remainingMs(): number {
+    if (!this.held) return Infinity;
+    return this.held.until - this.now();
+  }
+
+  /** The claim is gone for good: every later write is refused with `error`. */
+  lose(error: ApiError): void {
+    this.lostWith ??= error;
+  }
+
+  /** The reason the claim was lost (null while held, or never held). */
+  get lost(): ApiError | null {
+    if (!this.lostWith && this.held && this.remainingMs() <= 0) {
+      this.lostWith = shardClaimLost(
+        this.worker,
+        'its lease ran out: no renewal of the claim was acknowledged in time',
+      );
+    }
+    return this.lostWith;
+  }
+
+  assertHeld(): void {
+    const lost = this.lost;
+    if (lost) throw lost;
+  }
+}
