@@ -28,7 +28,10 @@ export class MongoWatermarkStore implements WatermarkStore {
   async publish(mark: WorkerWatermark): Promise<void> {
     await this.collection('watermarks').updateOne(
       { _id: mark.worker as never },
-      { $max: { readThrough: mark.readThrough, appliedBefore: mark.appliedBefore } },
+      {
+        $max: { readThrough: mark.readThrough, appliedBefore: mark.appliedBefore },
+        ...(mark.needs ? { $set: { needs: mark.needs } } : { $unset: { needs: '' } }),
+      },
       { upsert: true },
     );
   }
@@ -71,6 +74,7 @@ export class MongoWatermarkStore implements WatermarkStore {
           worker: String(r._id),
           readThrough: r.readThrough as Timestamp,
           appliedBefore: r.appliedBefore as Timestamp,
+          ...(r.needs ? { needs: r.needs as Timestamp } : {}),
         })),
       ddl: ddl.map((d) => ({
         token: String(d._id),

@@ -14,6 +14,11 @@ export interface WorkerWatermark {
   readThrough: Timestamp;
   /** Every event of this worker's shard stream before this cluster time is applied. */
   appliedBefore: Timestamp;
+  /**
+   * While this worker waits for the others to read their shards through a cluster time: that
+   * time (an idle shard's worker then moves its stream on with a no-op). Absent otherwise.
+   */
+  needs?: Timestamp;
 }
 
 /**
@@ -51,7 +56,7 @@ export interface WatermarkSnapshot {
  * beside the shared coordination record. Every method is one atomic write or read.
  */
 export interface WatermarkStore {
-  /** Raises this worker's marks (never lowers them). */
+  /** Raises this worker's marks (never lowers them) and sets or clears what it needs. */
   publish(mark: WorkerWatermark): Promise<void>;
   /** Records a DDL (idempotent by token; a repeated announcement keeps `applied`). */
   announce(ddl: Omit<DdlAnnouncement, 'applied'>): Promise<void>;

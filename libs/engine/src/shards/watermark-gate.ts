@@ -72,6 +72,8 @@ export class WatermarkGate {
   private publishing: Promise<void> = Promise.resolve();
   private loop: Promise<void> | null = null;
   private stopping: AbortController | null = null;
+  /** The cluster time this worker waits for the others to read through (published). */
+  private needs: Timestamp | undefined;
 
   constructor(private readonly deps: WatermarkGateDeps) {
     this.readThrough = deps.start;
@@ -187,6 +189,7 @@ export class WatermarkGate {
           (!own || this.othersAppliedBefore(time)) &&
           (refreshed || !own);
         if (ready) return;
+        if (!pending && !this.horizonReached(time)) this.needs = time;
         const what = this.describeWait(time, pending, own);
         this.deps.waiting?.(what);
         if (!told && this.deps.clock.now() - began > 5_000) {
@@ -201,6 +204,10 @@ export class WatermarkGate {
       }
     } finally {
       this.deps.waiting?.(null);
+      if (this.needs) {
+        this.needs = undefined;
+        void this.publish().catch(() => undefined);
+      }
     }
   }
 
@@ -213,14 +220,16 @@ export class WatermarkGate {
   private maybeAdvance(): void {
     const advance = this.deps.advance;
     if (!advance) return;
-    const ahead = this.snap.marks.some(
-      (m) => m.worker !== this.deps.me && compareTimestamps(m.readThrough, this.readThrough) > 0,
-    );
-    const waitedOn = this.snap.ddl.some(
-      (d) => d.worker !== this.deps.me && compareTimestamps(d.clusterTime, this.readThrough) > 0,
+    // Only when another worker waits for this shard's stream to pass a time (an idle shard
+    // otherwise stays quiet, as MongoDB's own shards do between their periodic no-ops).
+    const waitedOn = this.snap.marks.some(
+      (m) =>
+        m.worker !== this.deps.me &&
+        m.needs !== undefined &&
+        compareTimestamps(m.needs, this.readThrough) > 0,
     );
     const now = this.deps.clock.now();
-    if ((!ahead && !waitedOn) || now - this.lastAdvance < (this.deps.advanceMs ?? 500)) return;
+    if (!waitedOn || now - this.lastAdvance < (this.deps.advanceMs ?? 500)) return;
     this.lastAdvance = now;
     advance().catch((error: unknown) =>
       this.deps.logger.debug('a no-op write to move the shard stream on failed', {
@@ -302,8 +311,9 @@ export class WatermarkGate {
       worker: this.deps.me,
       readThrough: this.readThrough,
       appliedBefore: this.appliedBefore,
+      ...(this.needs ? { needs: this.needs } : {}),
     };
-    const key = `${mark.readThrough.toString()}|${mark.appliedBefore.toString()}`;
+    const key = `${mark.readThrough.toString()}|${mark.appliedBefore.toString()}|${this.needs?.toString() ?? ''}`;
     if (key === this.published) return this.publishing;
     // Serialised: marks only grow, and two writes must not land out of order.
     this.publishing = this.publishing

@@ -20,6 +20,7 @@ export class FakeWatermarkStore implements WatermarkStore {
       worker: mark.worker,
       readThrough: maxTimestamp(held?.readThrough, mark.readThrough)!,
       appliedBefore: maxTimestamp(held?.appliedBefore, mark.appliedBefore)!,
+      ...(mark.needs ? { needs: mark.needs } : {}),
     });
   }
 
