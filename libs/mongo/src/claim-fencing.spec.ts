@@ -16,6 +16,7 @@ const believes = (epoch: number): ClaimGuard => ({
   epoch: () => epoch,
   assertHeld: () => undefined,
   lost: null,
+  lose: () => undefined,
 });
 
 const job = (note: string): JobRecord =>

@@ -28,15 +28,14 @@ export class Fencing {
     return epoch === undefined ? {} : { [field]: { $not: { $gt: epoch } } };
   }
 
-  /** The claim was lost: a successor's epoch (or a lost lease) refused `what`. */
+  /** The claim was lost: a successor's epoch refused `what` (the holder stops at once). */
   refused(what: string): Error {
-    return (
-      this.guard?.lost ??
-      shardClaimLost(
-        this.guard?.worker ?? '?',
-        `${what} was refused: another worker holds a newer claim epoch`,
-      )
+    const error = shardClaimLost(
+      this.guard?.worker ?? '?',
+      `${what} was refused: another worker holds a newer claim epoch`,
     );
+    this.guard?.lose(error);
+    return this.guard?.lost ?? error;
   }
 
   /**

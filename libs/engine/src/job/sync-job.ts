@@ -40,6 +40,7 @@ import type { SyncJobOptions } from './sync-job-options';
 import type { SyncRunner } from './sync-runner';
 import type { CoordinationStore } from '../ports/coordination-store';
 import { ShardClaim } from '../shards/shard-claim';
+import { isShardClaimLost } from '../shards/claim-fence';
 
 /**
  * The state machine of one sync instance (SPEC §3), a facade over the operations:
@@ -315,17 +316,23 @@ export class SyncJob implements SyncEngine {
   private async claimShard(store: CoordinationStore): Promise<void> {
     if (this.claim) return;
     const claim = new ShardClaim(this.syncID, this.clock, this.logger, this.options.shardClaim);
-    await claim.acquire(store, (error) => {
-      this.logger.error('this worker lost its shard; it stops writing', {
-        error: error.error,
-        description: error.message,
-      });
-      this.fatalInit = error;
-      this.commitAbort?.abort();
-      void this.runner?.stop();
-      if (!this.closed) this.options.onFatal?.(error);
-    });
+    await claim.acquire(store, (error) => this.shardLost(error));
     this.claim = claim;
+  }
+
+  /** The claim is lost: nothing more is written (the fence refuses it), every call answers it. */
+  private shardLost(error: ApiError): void {
+    if (this.fatalInit?.error === 'ShardClaimLost') return;
+    this.claim?.fence.lose(error);
+    this.claim?.stop();
+    this.logger.error('this worker lost its shard; it stops writing', {
+      error: error.error,
+      description: error.message,
+    });
+    this.fatalInit = error;
+    this.commitAbort?.abort();
+    void this.runner?.stop();
+    if (!this.closed) this.options.onFatal?.(error);
   }
 
   /** Makes a loaded job current, with a runner over it. */
@@ -390,6 +397,9 @@ export class SyncJob implements SyncEngine {
   /** A failure the sync cannot continue past: persisted (a restart shows it), never skipped. */
   private async recordFailure(error: Error): Promise<void> {
     if (this.closed) return;
+    // A write refused by the claim's fence: the shard is another worker's now (nothing to
+    // persist: that write would be refused too).
+    if (isShardClaimLost(error)) return this.shardLost(shardLostError(error));
     const record = failureRecord(error, this.failureText(error), new Date(this.clock.now()));
     this.logger.error('sync failed', {
       error: record.error,
@@ -460,3 +470,12 @@ export class SyncJob implements SyncEngine {
 
 export { destinationWritable };
 export { errorNameOf };
+
+/** The ShardClaimLost ApiError inside `error` (it may arrive wrapped by an apply step). */
+function shardLostError(error: unknown): ApiError {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    if (e instanceof ApiError && e.error === 'ShardClaimLost') return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return new ApiError('ShardClaimLost', String(error));
+}

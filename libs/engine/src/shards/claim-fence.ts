@@ -18,6 +18,8 @@ export interface ClaimGuard {
   assertHeld(): void;
   /** ShardClaimLost once the claim is lost or its lease ran out; null before. */
   readonly lost: ApiError | null;
+  /** A write was refused by a newer epoch: the claim is lost (the holder stops at once). */
+  lose(error: ApiError): void;
 }
 
 /** The error of a worker that no longer holds its shard (named in progress and in the logs). */
@@ -48,6 +50,7 @@ export function isShardClaimLost(error: unknown): boolean {
 export class ClaimFence implements ClaimGuard {
   private held: { epoch: number; until: number } | null = null;
   private lostWith: ApiError | null = null;
+  private readonly listeners: Array<(error: ApiError) => void> = [];
 
   constructor(
     readonly worker: string,
@@ -72,17 +75,31 @@ export class ClaimFence implements ClaimGuard {
     return this.held.until - this.now();
   }
 
-  /** The claim is gone for good: every later write is refused with `error`. */
+  /**
+   * The claim is gone for good: every later write is refused with `error`, and the listeners
+   * (the holder's ShardClaim: it stops the run) hear it once, asynchronously.
+   */
   lose(error: ApiError): void {
-    this.lostWith ??= error;
+    if (this.lostWith) return;
+    this.lostWith = error;
+    for (const listener of this.listeners) queueMicrotask(() => listener(error));
+  }
+
+  /** Called once when the claim is lost, however that is found out (a refused write included). */
+  whenLost(listener: (error: ApiError) => void): void {
+    this.listeners.push(listener);
+    const lost = this.lostWith;
+    if (lost) queueMicrotask(() => listener(lost));
   }
 
   /** The reason the claim was lost (null while held, or never held). */
   get lost(): ApiError | null {
     if (!this.lostWith && this.held && this.remainingMs() <= 0) {
-      this.lostWith = shardClaimLost(
-        this.worker,
-        'its lease ran out: no renewal of the claim was acknowledged in time',
+      this.lose(
+        shardClaimLost(
+          this.worker,
+          'its lease ran out: no renewal of the claim was acknowledged in time',
+        ),
       );
     }
     return this.lostWith;

@@ -134,6 +134,9 @@ export class ShardClaim {
       told = true;
       onLost(this.fence.lost ?? error);
     };
+    // However the loss is found out (a metadata write refused by a newer epoch, the lease seen
+    // run out by a write): the run stops at once.
+    this.fence.whenLost(lose);
     // The watchdog: the lease runs out when no renewal was acknowledged in time (renewals
     // failing, a partition, the process paused): the run stops at once.
     void (async () => {
