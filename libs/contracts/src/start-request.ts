@@ -23,9 +23,19 @@ export interface ShardingOptions {
   shardingEntries: ShardingEntry[];
 }
 
-/** The embedded verifier (absent: enabled). */
+/**
+ * How the commit's final pass reads documents: `incremental` (the default) re-reads only what
+ * change application touched since the live pass last checked it, plus every range never checked;
+ * `full` re-reads every document of every namespace.
+ */
+export const VERIFICATION_MODES = ['incremental', 'full'] as const;
+export type VerificationMode = (typeof VERIFICATION_MODES)[number];
+
+/** The embedded verifier (absent: enabled, incremental). */
 export interface VerificationOptions {
   enabled: boolean;
+  /** Absent: `incremental`. */
+  mode?: VerificationMode;
 }
 
 export interface StartRequest {

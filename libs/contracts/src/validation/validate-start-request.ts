@@ -57,7 +57,10 @@ function toStartRequest(dto: StartRequestDto): StartRequest {
   if (dto.includeNamespaces) request.includeNamespaces = dto.includeNamespaces.map(toFilterEntry);
   if (dto.excludeNamespaces) request.excludeNamespaces = dto.excludeNamespaces.map(toFilterEntry);
   if (dto.sharding) request.sharding = toSharding(dto.sharding);
-  if (dto.verification) request.verification = { enabled: dto.verification.enabled ?? true };
+  if (dto.verification) {
+    request.verification = { enabled: dto.verification.enabled ?? true };
+    if (dto.verification.mode) request.verification.mode = dto.verification.mode;
+  }
   return request;
 }
 
