@@ -7,7 +7,13 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
 import { restoreRelaxedIndexes } from '../prepare/index-restorer';
 import { retryInPlace } from '../faults/retry-in-place';
-import { FINAL_COMMIT_STEP, ShardCommit } from '../shards/shard-commit';
+import {
+  FINAL_COMMIT_STEP,
+  anotherWorkerCommits,
+  balancerModesAtStart,
+  shardCommitFor,
+  shareCommitPoint,
+} from '../shards/shard-commit';
 import { restoreBalancers } from './start';
 
 /** Who performs a step once several workers sync one cluster (see the sharded-sync design). */
@@ -55,8 +61,7 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     scope: 'oncePerSync',
     async run(ctx) {
       ctx.state.commitPoint = await ctx.session.source.writeNoop('cluster-sync commit point');
-      if (ctx.session.job.shard && ctx.session.coordination)
-        await ctx.session.coordination.set({ commitPoint: ctx.state.commitPoint });
+      await shareCommitPoint(ctx.session, ctx.state.commitPoint);
     },
   },
   {
@@ -104,8 +109,7 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     name: FINAL_COMMIT_STEP,
     scope: 'oncePerSync',
     async run(ctx) {
-      const shared = ctx.session.job.shard ? await ctx.session.coordination?.load() : null;
-      const modes = shared ? shared.balancers : ctx.session.job.balancers;
+      const modes = await balancerModesAtStart(ctx.session);
       if (modes) await restoreBalancers(ctx.session.source, ctx.session.destination, modes);
     },
   },
@@ -167,15 +171,11 @@ export async function runCommitSteps(
   const { session } = ctx;
   const state: CommitState = { ...(session.job.commit ?? { step: 'started' }) };
   delete state.failed;
-  const shard = session.job.shard;
-  const shared =
-    shard && session.coordination
-      ? new ShardCommit(session.coordination, shard, {
-          clock: ctx.clock,
-          signal: ctx.signal,
-          waiting: ctx.waiting,
-        })
-      : null;
+  const shared = shardCommitFor(session, {
+    clock: ctx.clock,
+    signal: ctx.signal,
+    waiting: ctx.waiting,
+  });
   if (shared) {
     // Steps done before a crash may not have reached the shared record: record them again.
     for (const done of COMMIT_STEPS.slice(0, commitStepIndex(state.step) + 1))
@@ -241,14 +241,12 @@ export async function joinsCommitUnderWay(
   session: JobSession | null,
   runner: SyncRunner | null,
 ): Promise<boolean> {
-  if (state !== 'RUNNING' || !session?.job.shard || !session.coordination || !runner?.active)
-    return false;
+  if (state !== 'RUNNING' || !session || !runner?.active) return false;
   if (session.job.failure || (runner.failure && !runner.retrying)) return false;
   if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
   const status = runner.status();
   if (status.copying || !status.changeApplication) return false;
-  const shared = await session.coordination.load();
-  return (shared?.commitSteps?.requested ?? []).some((id) => id !== session.job.shard!.id);
+  return anotherWorkerCommits(session);
 }
 
 /** The whole commit: the steps not done yet, then COMMITTED in one job write. */

@@ -1,3 +1,5 @@
+import type { Timestamp } from 'bson';
+import type { JobSession } from '../job/job-session';
 import type { Clock } from '../ports/clock';
 import type { CommitState, ShardAssignment } from '../ports/job-store';
 import type { CoordinationRecord, CoordinationStore } from '../ports/coordination-store';
@@ -76,4 +78,38 @@ export class ShardCommit {
       (r) => `${label}: waiting for ${missingFrom(r, step).join(', ') || 'the shared record'}`,
     );
   }
+}
+
+/** The commit's coordination across workers: a per-shard job's, null for a lone worker. */
+export function shardCommitFor(
+  session: JobSession,
+  deps: { clock: Clock; signal: AbortSignal; waiting?: (what: string | null) => void },
+): ShardCommit | null {
+  const shard = session.job.shard;
+  return shard && session.coordination ? new ShardCommit(session.coordination, shard, deps) : null;
+}
+
+/** The lead worker's commit point, for the others to drain to (a lone worker keeps its own). */
+export async function shareCommitPoint(session: JobSession, point: Timestamp): Promise<void> {
+  if (session.job.shard && session.coordination)
+    await session.coordination.set({ commitPoint: point });
+}
+
+/**
+ * The balancer modes found at start, to restore after commit: the shared record's for a
+ * per-shard sync, the job's own for a lone worker (a sharded destination's balancer).
+ */
+export async function balancerModesAtStart(
+  session: JobSession,
+): Promise<{ source: string | null; destination: string | null } | null> {
+  if (!session.job.shard) return session.job.balancers ?? null;
+  return (await session.coordination?.load())?.balancers ?? null;
+}
+
+/** A per-shard worker whose sync another worker has already started committing. */
+export async function anotherWorkerCommits(session: JobSession): Promise<boolean> {
+  const shard = session.job.shard;
+  if (!shard || !session.coordination) return false;
+  const shared = await session.coordination.load();
+  return (shared?.commitSteps?.requested ?? []).some((id) => id !== shard.id);
 }
