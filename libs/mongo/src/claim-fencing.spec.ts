@@ -84,6 +84,19 @@ describe('claim fencing on the destination (emulator, real driver)', () => {
     expect(await store.claim('shardA', 'one', 300)).toMatchObject({ instance: 'two', epoch: 2 });
   });
 
+  it('a holder launched with a longer stale limit keeps its claim until that limit', async () => {
+    const store = new MongoCoordinationStore(client);
+    expect(await store.claim('shardL', 'long', 1_000)).toMatchObject({ instance: 'long' });
+    await new Promise((r) => setTimeout(r, 400));
+    // Stale by the claimant's 300 ms, not by the holder's 1 s: still the holder's.
+    expect(await store.claim('shardL', 'short', 300)).toMatchObject({ instance: 'long' });
+    await new Promise((r) => setTimeout(r, 750));
+    expect(await store.claim('shardL', 'short', 300)).toMatchObject({
+      instance: 'short',
+      epoch: 2,
+    });
+  });
+
   it('refuses every job, checkpoint, barrier and commit write of the old epoch once the successor fenced', async () => {
     const coordination = new MongoCoordinationStore(client);
     // The old holder (epoch 1) wrote its state.

@@ -56,7 +56,18 @@ export class MongoCoordinationStore implements CoordinationStore {
           _id: worker as never,
           $or: [
             { instance },
-            { $expr: { $lt: ['$heartbeatAt', { $subtract: ['$$NOW', staleMs] }] } },
+            // Stale by the destination's clock, after the LONGER of the two instances' stale
+            // limits: a holder launched with a longer lease still holds it until then.
+            {
+              $expr: {
+                $lt: [
+                  '$heartbeatAt',
+                  {
+                    $subtract: ['$$NOW', { $max: [staleMs, { $ifNull: ['$staleMs', staleMs] }] }],
+                  },
+                ],
+              },
+            },
           ],
         },
         [
@@ -71,6 +82,7 @@ export class MongoCoordinationStore implements CoordinationStore {
               },
               instance,
               heartbeatAt: '$$NOW',
+              staleMs,
             },
           },
         ],

@@ -20,6 +20,7 @@ import { assertApplicable, translateEvent, type TranslationOptions } from './tra
 import { WriteLane } from './write-lane';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { describeFault, isTransientFault, worthRunningAgain } from '../faults/transient';
+import { isShardClaimLost } from '../shards/claim-fence';
 
 /**
  * Cluster-time ordering between workers that each read one shard's stream (a per-shard sync;
@@ -254,9 +255,12 @@ export class ChangeApplier {
       await this.maybeCheckpoint(true);
     } catch (error) {
       this.failure ??= error;
-      // Finish what lanes hold and keep the (always safe) position they reached.
-      await this.drainLanes().catch(() => undefined);
-      await this.maybeCheckpoint(true).catch(() => undefined);
+      // Finish what lanes hold and keep the (always safe) position they reached — unless this
+      // process lost its shard: then it writes nothing more, not even its resume point.
+      if (!isShardClaimLost(this.failure)) {
+        await this.drainLanes().catch(() => undefined);
+        await this.maybeCheckpoint(true).catch(() => undefined);
+      }
       throw this.failure;
     } finally {
       await cursor?.close().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { ApiError } from '@sync/contracts';
 /**
  * Which failures are transient (worth trying again: failover, shutdown, timeouts, a dropped
  * connection) — recognised without importing the driver, from server codes, the driver's error
@@ -59,10 +60,12 @@ export function isTransientFault(error: unknown): boolean {
 
 /**
  * Whether running a failed operation again may succeed once its in-place retries are spent: a
- * server's refusal with a code repeats unless the code is transient; an error without a code
- * (a connection, a closed client) is worth running again.
+ * server's refusal with a code repeats unless the code is transient; a named API error (e.g.
+ * ShardClaimLost: another process holds the shard now) repeats too; an error without a code (a
+ * connection, a closed client) is worth running again.
  */
 export function worthRunningAgain(error: unknown): boolean {
+  if (error instanceof ApiError) return false;
   return (
     typeof (error as { code?: unknown } | undefined)?.code !== 'number' || isTransientFault(error)
   );

@@ -17,12 +17,17 @@ export class FakeCoordinationStore implements CoordinationStore {
   /** `now`: the destination's clock (`$$NOW`), the only clock claims are judged by. */
   constructor(readonly now: () => number = () => Date.now()) {}
 
+  private readonly staleLimits = new Map<string, number>();
+
   async claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim> {
     const now = this.now();
     const held = this.claims.get(worker);
-    if (!held || held.instance === instance || held.heartbeatAt.getTime() < now - staleMs) {
+    // Stale after the longer of the holder's and the claimant's limits (as the Mongo store).
+    const limit = Math.max(staleMs, this.staleLimits.get(worker) ?? staleMs);
+    if (!held || held.instance === instance || held.heartbeatAt.getTime() < now - limit) {
       const epoch = !held ? 1 : held.instance === instance ? held.epoch : held.epoch + 1;
       this.claims.set(worker, { _id: worker, instance, heartbeatAt: new Date(now), epoch });
+      this.staleLimits.set(worker, staleMs);
     }
     const claim = this.claims.get(worker)!;
     return { ...claim, heartbeatAt: new Date(claim.heartbeatAt) };
