@@ -222,13 +222,14 @@ function planIndexOrOptions(
   const changes: Array<(list: RelaxedIndex[]) => RelaxedIndex[]> = [];
   for (const action of actions) {
     switch (action.kind) {
-      case 'createIndexes':
+      case 'createIndexes': {
         destination.push({ kind: 'createIndexes', ns, specs: action.specs });
-        if (action.relaxed.length > 0) {
-          const names = new Set(action.relaxed.map((r) => r.name));
-          changes.push((list) => [...list.filter((r) => !names.has(r.name)), ...action.relaxed]);
-        }
+        // Each created index is now exactly this spec (an earlier definition of the same name
+        // may be replaced, see createIndexesAsOfEvent): what commit restores is this one's.
+        const names = new Set(action.specs.map((s) => String(s.name)));
+        changes.push((list) => [...list.filter((r) => !names.has(r.name)), ...action.relaxed]);
         break;
+      }
       case 'dropIndexes':
         for (const index of action.names) destination.push({ kind: 'dropIndex', ns, name: index });
         changes.push((list) => list.filter((r) => !action.names.includes(r.name)));

@@ -208,7 +208,7 @@ export class CatalogEventRouter implements EventRouter {
           break;
         }
         case 'createIndexes':
-          await destination.createIndexes(step.ns.db, step.ns.coll, step.specs);
+          await createIndexesAsOfEvent(destination, step.ns, step.specs);
           break;
         case 'dropIndex':
           await destination.dropIndex(step.ns.db, step.ns.coll, step.name);
@@ -243,6 +243,63 @@ export class CatalogEventRouter implements EventRouter {
     const record = await describeNamespace(source, to.db, info, listedAt);
     return { ...record, collection: to.coll, options: record.options as Document };
   }
+}
+
+/** IndexOptionsConflict, IndexKeySpecsConflict: an index of that name or identity exists. */
+const INDEX_CONFLICT_CODES = new Set([85, 86]);
+
+/**
+ * A createIndexes event, applied as the source was right after it: each index exists under its
+ * name with exactly this spec. A replayed event can meet a destination index of the same name
+ * (or the same key, collation and partial filter) but another spec: the collection's listing
+ * reads its indexes after its listing time, so it may already hold a LATER definition (created,
+ * dropped and created again) whose events all follow this one in the stream. That index is
+ * stale at this point of the stream: it is dropped and this spec built; the events after this
+ * one bring the index to its final definition, in stream order. Also the idempotent re-run of
+ * this very event after a crash (an identical index: a no-op).
+ */
+async function createIndexesAsOfEvent(
+  destination: DestinationCluster,
+  ns: Namespace,
+  specs: Document[],
+): Promise<void> {
+  try {
+    await destination.createIndexes(ns.db, ns.coll, specs);
+    return;
+  } catch (error) {
+    if (!INDEX_CONFLICT_CODES.has(Number((error as { code?: unknown }).code))) throw error;
+  }
+  for (const spec of specs) {
+    const existing = await destination.listIndexes(ns.db, ns.coll);
+    for (const index of existing) {
+      if (index.name === '_id_') continue;
+      if (index.name === spec.name ? !sameSpec(index, spec) : sameIdentity(index, spec)) {
+        await destination.dropIndex(ns.db, ns.coll, String(index.name));
+      }
+    }
+    await destination.createIndexes(ns.db, ns.coll, [spec]);
+  }
+}
+
+/** MongoDB's index identity: key pattern (in order), collation and partial filter. */
+function sameIdentity(a: Document, b: Document): boolean {
+  return (
+    canonical(a.key) === canonical(b.key) &&
+    canonical(a.collation) === canonical(b.collation) &&
+    canonical(a.partialFilterExpression) === canonical(b.partialFilterExpression)
+  );
+}
+
+/** The same index, options included (`v`, `ns` and `background` aside). */
+function sameSpec(a: Document, b: Document): boolean {
+  const strip = ({ v: _v, ns: _ns, background: _b, ...rest }: Document) =>
+    Object.fromEntries(Object.entries(rest).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  return canonical(strip(a)) === canonical(strip(b));
+}
+
+/** Numbers compare by value whatever their BSON type (Int32(1) and 1.0 are the same key). */
+function canonical(value: unknown): string {
+  return JSON.stringify(value ?? null);
 }
 
 /**
