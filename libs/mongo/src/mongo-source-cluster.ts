@@ -272,15 +272,43 @@ export class MongoSourceCluster implements SourceCluster {
     return { count, bytes, hash: hash.digest('hex') };
   }
 
+  /**
+   * The documents with these `_id`s (`$in` on the `_id` index, majority reads, by UUID where the
+   * server allows): the verifier's re-check of the documents change application wrote.
+   */
+  async readByIds(
+    database: string,
+    collection: string,
+    ids: unknown[],
+    options: { uuid?: string; signal?: AbortSignal } = {},
+  ): Promise<Document[]> {
+    if (ids.length === 0) return [];
+    const documents: Document[] = [];
+    for await (const buffer of this.rawDocuments(database, collection, {
+      range: {},
+      batchSize: Math.max(1, ids.length),
+      filter: { _id: { $in: ids } },
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
+    })) {
+      documents.push(BSON.deserialize(buffer, EXACT_BSON));
+    }
+    return documents;
+  }
+
   /** The documents of a range as raw BSON, one at a time (memory: one server batch). */
   private async *rawDocuments(
     database: string,
     collection: string,
-    options: ReadOptions,
+    options: ReadOptions & { filter?: Document },
   ): AsyncIterable<Uint8Array> {
     // A raw find command: the driver's find() drops options it does not know (collectionUUID),
     // and the read concern is stated here so afterClusterTime cannot be lost on the way.
-    const command: Document = { find: collection, filter: {}, batchSize: options.batchSize };
+    const command: Document = {
+      find: collection,
+      filter: options.filter ?? {},
+      batchSize: options.batchSize,
+    };
     if (options.range === 'natural') {
       command.hint = { $natural: 1 };
     } else {

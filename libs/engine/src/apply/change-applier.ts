@@ -1,5 +1,5 @@
 import type { Timestamp } from 'bson';
-import type { ChangeEvent } from './change-event';
+import type { ChangeEvent, Namespace } from './change-event';
 import { CheckpointTracker, type StreamPosition } from './checkpoint-tracker';
 import { lagSeconds } from './commit-readiness';
 import { DDL_OPERATION_TYPES } from './ddl-event';
@@ -48,6 +48,17 @@ export interface ApplyGate {
   idle(): void;
 }
 
+/**
+ * Told of what change application changed on the destination (the incremental verifier's dirty
+ * set): each document after the write batch holding it landed, each DDL after it took effect.
+ * Called on the hot path: implementations must be cheap and must not throw.
+ */
+export interface AppliedWrites {
+  /** `identity`: documentIdentity() of the document (namespace + canonical `_id`). */
+  document(ns: Namespace, id: unknown, identity: string): void;
+  ddl(event: ChangeEvent): void;
+}
+
 export interface ChangeApplierOptions {
   feed: ChangeFeed;
   writer: ChangeWriter;
@@ -75,6 +86,8 @@ export interface ChangeApplierOptions {
   retry?: InPlaceRetryOptions;
   /** Per-shard sync: the cluster-time order across workers. */
   gate?: ApplyGate;
+  /** Told of every document written and DDL applied (the embedded verifier). */
+  appliedWrites?: AppliedWrites;
 }
 
 export interface ApplierStats {
@@ -340,6 +353,7 @@ export class ChangeApplier {
         }
         const seq = this.tracker.add(position);
         await this.options.router.applyDdl(event, position);
+        this.options.appliedWrites?.ddl(event);
         if (gate)
           await retryInPlace('DDL release', () => gate.markApplied(token), this.options.retry);
         this.applied([seq], position.clusterTime);
@@ -401,6 +415,7 @@ export class ChangeApplier {
       retry: this.options.retry,
       perShard: this.options.gate !== undefined,
       onMoveRepaired: (n) => (this.movesRepaired += n),
+      ...(this.options.appliedWrites ? { appliedWrites: this.options.appliedWrites } : {}),
     });
   }
 

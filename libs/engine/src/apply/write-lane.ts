@@ -5,6 +5,7 @@ import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place
 import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/transient';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
+import type { AppliedWrites } from './change-applier';
 import { moveByLookup } from './update-event';
 
 export interface WriteLaneDeps {
@@ -23,6 +24,8 @@ export interface WriteLaneDeps {
   perShard?: boolean;
   /** Counts documents made exact from the source after their halves met (progress). */
   onMoveRepaired?(documents: number): void;
+  /** Told of each document of a batch once the whole batch is written (the verifier). */
+  appliedWrites?: Pick<AppliedWrites, 'document'>;
 }
 
 interface PendingDoc {
@@ -107,6 +110,11 @@ export class WriteLane {
         this.pending = new Map();
         this.seqs = [];
         await this.writeBatch([...docs.values()]);
+        const applied = this.deps.appliedWrites;
+        if (applied) {
+          for (const [identity, doc] of docs)
+            applied.document(doc.ns, keyOf(doc.steps[0])?._id, identity);
+        }
         this.deps.onApplied(seqs);
       }
     } catch (error) {

@@ -53,6 +53,7 @@ export class ChangeEventApplication implements ChangeApplication {
       now: () => clock.now(),
       ...(ctx.retry ? { retry: ctx.retry } : {}),
       ...(ctx.gate ? { gate: ctx.gate } : {}),
+      ...(ctx.appliedWrites ? { appliedWrites: ctx.appliedWrites } : {}),
     });
     this.applier = applier;
     const stopPolling = new AbortController();

@@ -1,6 +1,6 @@
 import type { Timestamp } from 'bson';
 import type { EventRouter } from '../apply/ports';
-import type { ApplyGate } from '../apply/change-applier';
+import type { AppliedWrites, ApplyGate } from '../apply/change-applier';
 import type { DestinationCluster } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord } from '../ports/job-store';
@@ -25,6 +25,8 @@ export interface PhaseContext {
   retry?: InPlaceRetryOptions;
   /** Per-shard sync: the cluster-time order across the workers (each reads its own shard). */
   gate?: ApplyGate;
+  /** Told of every document written and DDL applied (the embedded verifier's dirty set). */
+  appliedWrites?: AppliedWrites;
 }
 
 export interface ChangeApplicationStatus {

@@ -30,7 +30,10 @@ export interface SyncJobOptions {
   checkTopology?: TopologyCheck;
   phases?: SyncPhases;
   /** Embedded verifier tuning (ranges digested at once, live re-check pause). */
-  verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
+  verification?: Pick<
+    VerificationOptions,
+    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'limits' | 'retry'
+  >;
   /** Called when the sync fails for good (the process stays up; progress shows the failure). */
   onFatal?: (error: Error) => void;
   /** Scrubs secrets from failure texts shown in progress (the adapters know the URIs). */

@@ -18,7 +18,11 @@ import { HistoryGuard, type HistoryGuardOptions } from './history-guard';
 import { BalancerWatch } from '../shards/balancer-watch';
 import type { JobSession } from './job-session';
 import type { ChangeApplication, ChangeApplicationStatus } from './phases';
-import { Verification, type VerificationOptions } from '../verify/verification';
+import {
+  Verification,
+  verificationEnabled,
+  type VerificationOptions,
+} from '../verify/verification';
 
 export interface SyncRunnerOptions {
   syncID: string;
@@ -49,7 +53,10 @@ export interface SyncRunnerOptions {
   /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
   balancerWatchMs?: number;
   /** Embedded verifier tuning (parallel ranges, live re-check pause). */
-  verification?: Pick<VerificationOptions, 'concurrency' | 'recheckMs'>;
+  verification?: Pick<
+    VerificationOptions,
+    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'limits' | 'retry'
+  >;
 }
 
 export interface RunnerHooks {
@@ -361,10 +368,15 @@ export class SyncRunner {
       job.request.excludeNamespaces,
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
-    // Per-shard workers leave verification to the lead worker's final pass at commit.
-    if (topology.verifiesLive) {
-      this.livePass = this.verification.runLive(session, signal, () =>
-        this.untilChangesCaughtUp(signal),
+    // Per-shard workers leave verification to the lead worker's final pass at commit (which
+    // then reads every range: none was checked live).
+    const verifies = topology.verifiesLive && verificationEnabled(job);
+    if (verifies) {
+      this.livePass = this.verification.runLive(
+        session,
+        signal,
+        () => this.untilChangesCaughtUp(signal),
+        () => this.hooks.session(),
       );
     }
     const router = new CatalogEventRouter({
@@ -398,6 +410,8 @@ export class SyncRunner {
         retry: this.inPlaceRetry,
         router,
         ...(gate ? { gate } : {}),
+        // The incremental verifier keeps checked ranges verified from what is written.
+        ...(verifies ? { appliedWrites: this.verification.appliedWrites } : {}),
         source: session.source,
         destination: session.destination,
         logger: this.options.logger,

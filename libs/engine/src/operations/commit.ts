@@ -82,8 +82,11 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
   {
     // The embedded verifier's final pass (verify/verification.ts): after the drain and once
     // unique indexes are restored (so `unique` is compared too), before the destination opens.
+    // It reads every namespace's type, options and indexes, and of the documents only what is
+    // still dirty (written since its last check) or never checked — everything in mode `full`.
     // A difference fails the step with VerificationFailed; per-shard syncs: the coordinator
-    // verifies every namespace once all workers have drained.
+    // verifies every namespace once all workers have drained (no range was checked live: all
+    // are read). verification.enabled false: skipped, and progress says so.
     name: 'verified',
     scope: 'oncePerSync',
     async run(ctx) {
@@ -215,7 +218,9 @@ export async function runCommitSteps(
 
 /**
  * canCommit (SEED-API §2.5): the initial copy done, no collection waiting to be copied (nothing
- * can re-open copying before the commit), no failure, and change events applied with small lag.
+ * can re-open copying before the commit), no failure, change events applied with small lag, and
+ * the embedded verifier caught up (every copied range checked once, no write unchecked for more
+ * than a few seconds), so the final pass — inside the write-blocked window — reads little.
  */
 export function canCommitNow(
   state: string,
@@ -226,7 +231,11 @@ export function canCommitNow(
   if (session.job.failure || (runner.failure && !runner.retrying)) return false;
   if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
   const status = runner.status();
-  return !status.copying && status.changeApplication?.readyToCommit === true;
+  return (
+    !status.copying &&
+    status.changeApplication?.readyToCommit === true &&
+    runner.verification.caughtUp(session.job)
+  );
 }
 
 /**

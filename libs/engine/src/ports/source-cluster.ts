@@ -158,6 +158,17 @@ export interface SourceCluster {
    */
   digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest>;
   /**
+   * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, decoded as
+   * `read` decodes them: what the verifier re-checks of a document change application wrote.
+   * Optional: without it the verifier digests the document's whole range instead.
+   */
+  readByIds?(
+    database: string,
+    collection: string,
+    ids: unknown[],
+    options?: { uuid?: string; signal?: AbortSignal },
+  ): Promise<Document[]>;
+  /**
    * Sharded collections of a sharded source (`config.collections`), by `db.coll`: their shard
    * key and unique flag. Empty for a replica set.
    */

@@ -236,6 +236,9 @@ function mergeVerification(all: Array<VerificationStatus | null>): VerificationS
     .reduce((a, b) => (order.indexOf(b) < order.indexOf(a) ? b : a));
   const sum = (pick: (v: VerificationStatus) => number) =>
     present.reduce((total, v) => total + pick(v), 0);
+  const backlogs = present.flatMap((v) => (v.backlog ? [v.backlog] : []));
+  const finals = present.flatMap((v) => (v.finalPass ? [v.finalPass] : []));
+  const lastRetry = present.find((v) => v.lastRetry)?.lastRetry;
   return {
     phase,
     namespacesTotal: sum((v) => v.namespacesTotal),
@@ -243,6 +246,35 @@ function mergeVerification(all: Array<VerificationStatus | null>): VerificationS
     mismatches: sum((v) => v.mismatches),
     pendingRecheck: sum((v) => v.pendingRecheck),
     samples: present.flatMap((v) => v.samples).slice(0, 10),
+    ...(present[0]?.mode ? { mode: present[0].mode } : {}),
+    ...(backlogs.length > 0
+      ? {
+          backlog: {
+            dirtyDocuments: backlogs.reduce((t, b) => t + b.dirtyDocuments, 0),
+            dirtyRanges: backlogs.reduce((t, b) => t + b.dirtyRanges, 0),
+            uncheckedRanges: backlogs.reduce((t, b) => t + b.uncheckedRanges, 0),
+            oldestDirtySeconds: Math.max(...backlogs.map((b) => b.oldestDirtySeconds)),
+          },
+        }
+      : {}),
+    ...(present.some((v) => v.caughtUp !== undefined)
+      ? { caughtUp: present.every((v) => v.caughtUp !== false) }
+      : {}),
+    ...(present.some((v) => v.retriedReads !== undefined)
+      ? { retriedReads: sum((v) => v.retriedReads ?? 0) }
+      : {}),
+    ...(lastRetry ? { lastRetry } : {}),
+    ...(finals.length > 0
+      ? {
+          finalPass: {
+            mode: finals[0]!.mode,
+            namespaces: finals.reduce((t, f) => t + f.namespaces, 0),
+            rangesRead: finals.reduce((t, f) => t + f.rangesRead, 0),
+            documentsRead: finals.reduce((t, f) => t + f.documentsRead, 0),
+            ms: Math.max(...finals.map((f) => f.ms)),
+          },
+        }
+      : {}),
   };
 }
 

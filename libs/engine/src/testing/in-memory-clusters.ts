@@ -173,6 +173,19 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
       yield { documents, sizes, bytes: sizes.reduce((s, n) => s + n, 0) };
     }
   }
+  /** Documents returned by `readByIds` (what the verifier's document re-checks read). */
+  documentsReadById = 0;
+  async readByIds(
+    database: string,
+    collection: string,
+    ids: unknown[],
+    options: { uuid?: string; signal?: AbortSignal } = {},
+  ): Promise<Document[]> {
+    const docs = this.rangeDocuments(database, collection, { range: {}, ...options });
+    const found = docs.filter((d) => ids.some((id) => compareIds(d._id, id) === 0));
+    this.documentsReadById += found.length;
+    return found;
+  }
   /** Digests are counted apart from `reads` (which tests use to see what the copy read). */
   digests = 0;
   private rangeDocuments(

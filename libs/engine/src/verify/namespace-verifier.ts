@@ -1,13 +1,14 @@
 import type { Document } from 'bson';
+import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
-import { bytesEqual, diffDocuments } from './document-diff';
+import { bytesEqual, diffDocuments, idText } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 
 /** What the verifier reads on either side (the destination is seen through the same port). */
 export type VerifiableCluster = Pick<
   SourceCluster,
-  'listCollections' | 'listIndexes' | 'read' | 'digest'
+  'listCollections' | 'listIndexes' | 'read' | 'digest' | 'readByIds'
 >;
 
 /** One synced namespace to verify: its name on both sides and the `_id` ranges to digest. */
@@ -149,4 +150,64 @@ export async function checkRange(
   // difference to re-check, never a match.
   if (problems.length === 0) problems.push('documents changed while they were compared');
   return { ...counts, ids: diff.differences.map((x) => x.id), problems };
+}
+
+/** Documents per `readByIds` of a document re-check (one `$in` per side). */
+export const IDS_PER_READ = 200;
+
+/**
+ * The documents with these `_id`s on both sides (one `$in` read each), compared by exact BSON
+ * bytes: for each `_id`, whether both sides agree (both absent agrees: a delete applied).
+ */
+export async function checkDocuments(
+  source: VerifiableCluster,
+  destination: VerifiableCluster,
+  target: VerifyTarget,
+  ids: unknown[],
+  options: NamespaceCheckOptions,
+): Promise<{ equal: boolean[]; read: number; problems: string[]; ids: string[] }> {
+  const { database, collection } = target;
+  const ns = `${database}.${collection}`;
+  const signal = options.signal ? { signal: options.signal } : {};
+  const [s, d] = await Promise.all([
+    retryInPlace(
+      `documents of ${ns} on the source`,
+      () =>
+        source.readByIds!(database, collection, ids, {
+          ...signal,
+          ...(target.uuid ? { uuid: target.uuid } : {}),
+        }),
+      options.retry,
+      options.signal,
+    ),
+    retryInPlace(
+      `documents of ${ns} on the destination`,
+      () => destination.readByIds!(database, collection, ids, signal),
+      options.retry,
+      options.signal,
+    ),
+  ]);
+  const byId = (docs: Document[]) => new Map(docs.map((doc) => [idKey(doc._id), doc]));
+  const sourceDocs = byId(s);
+  const destinationDocs = byId(d);
+  const problems: string[] = [];
+  const differing: string[] = [];
+  const equal = ids.map((id) => {
+    const key = idKey(id);
+    const a = sourceDocs.get(key);
+    const b = destinationDocs.get(key);
+    if (!a && !b) return true;
+    const problem = !b ? 'missing on destination' : !a ? 'only on destination' : 'differs';
+    if (a && b && bytesEqual(a, b)) return true;
+    const text = idText(id);
+    differing.push(text);
+    problems.push(`document _id ${text} ${problem}`);
+    return false;
+  });
+  return { equal, read: s.length, problems, ids: differing };
+}
+
+/** One `_id` as MongoDB's `_id` index keys it (numbers of any type by value). */
+function idKey(id: unknown): string {
+  return documentIdentity('', '', { _id: id });
 }

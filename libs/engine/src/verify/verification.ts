@@ -1,10 +1,31 @@
+import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
+import type { AppliedWrites } from '../apply/change-applier';
+import type { ChangeEvent, Namespace } from '../apply/change-event';
 import type { JobSession } from '../job/job-session';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
-import type { NamespaceVerdict, VerifiableCluster, VerifyTarget } from './namespace-verifier';
-import { verifyNamespaces } from './verify-pass';
+import type { InPlaceRetryOptions } from '../faults/retry-in-place';
+import {
+  DirtyTracker,
+  type Backlog,
+  type DirtyLimits,
+  type NamespaceState,
+  type NamespaceWork,
+} from './dirty-tracker';
+import {
+  checkDocuments,
+  checkMetadata,
+  checkRange,
+  IDS_PER_READ,
+  ListingCache,
+  type NamespaceCheckOptions,
+  type NamespaceVerdict,
+  type VerifiableCluster,
+  type VerifyTarget,
+} from './namespace-verifier';
+import { runPool } from './verify-pass';
 
 /**
  * `disabled` (start with verification.enabled false), `pending` (copy not done), `live` (while
@@ -20,6 +41,30 @@ export interface VerificationMismatch {
   ids: string[];
 }
 
+/** What the verifier still has to read (progress `verification.backlog`). */
+export interface VerificationBacklog {
+  /** Documents change application wrote that no check has found equal yet. */
+  dirtyDocuments: number;
+  /** `_id` ranges not known equal: written past the dirty-set caps, or different when read. */
+  dirtyRanges: number;
+  /** Copied ranges not checked once yet. */
+  uncheckedRanges: number;
+  /** Seconds since the oldest write no check has seen yet. */
+  oldestDirtySeconds: number;
+}
+
+/** What the commit's final pass read. */
+export interface FinalPassFigures {
+  /** `skipped`: verification.enabled false, the commit did not verify. */
+  mode: VerificationMode | 'skipped';
+  namespaces: number;
+  /** Ranges digested whole (never checked, dirty, or every range in `full` mode). */
+  rangesRead: number;
+  /** Source documents the pass read (digested ranges and re-checked `_id`s). */
+  documentsRead: number;
+  ms: number;
+}
+
 /** The `verification` section of progress (mergeable: counts add up). */
 export interface VerificationStatus {
   phase: VerificationPhase;
@@ -31,6 +76,17 @@ export interface VerificationStatus {
   pendingRecheck: number;
   /** The first namespaces that differ, with sample `_id`s. */
   samples: VerificationMismatch[];
+  /** How the commit's final pass reads documents (the start request's `verification.mode`). */
+  mode?: VerificationMode;
+  /** The dirty set: what a check has not seen yet. */
+  backlog?: VerificationBacklog;
+  /** The live pass has caught up (canCommit waits for it). */
+  caughtUp?: boolean;
+  /** Verifier reads retried in place after a transient failure, and the last one. */
+  retriedReads?: number;
+  lastRetry?: string;
+  /** Set once the commit's `verified` step ran (or skipped it). */
+  finalPass?: FinalPassFigures;
 }
 
 export interface VerificationOptions {
@@ -38,8 +94,17 @@ export interface VerificationOptions {
   clock: Clock;
   /** Ranges digested at once by the commit's final pass (default 4; the live pass reads one). */
   concurrency?: number;
-  /** First wait before a live re-check (default 5 s, doubling up to 60 s). */
+  /**
+   * The live pass looks for dirty ranges and documents every `min(recheckMs, 1 s)`; what differed
+   * is re-checked after a pause growing from `recheckMs` (default 5 s) to 60 s.
+   */
   recheckMs?: number;
+  /** canCommit waits while a write older than this has not been checked (default 5 s). */
+  caughtUpMs?: number;
+  /** Bounds of the dirty set (see DirtyLimits). */
+  limits?: DirtyLimits;
+  /** Transient read failures retried in place (tests shorten the backoff). */
+  retry?: Pick<InPlaceRetryOptions, 'attempts' | 'baseMs' | 'maxMs'>;
 }
 
 const MAX_SAMPLES = 10;
@@ -73,148 +138,424 @@ export function verificationEnabled(job: JobRecord): boolean {
   return job.request.verification?.enabled !== false;
 }
 
+export function verificationMode(job: JobRecord): VerificationMode {
+  return job.request.verification?.mode ?? 'incremental';
+}
+
+/** DDL that replaces a namespace's documents without document events. */
+const REPLACING_DDL = new Set(['drop', 'dropDatabase', 'rename']);
+
 /**
- * The embedded verifier of one job: a live pass while change events are applied (what differs
- * then is only "pending re-check": changes are still arriving) and the commit's final pass
- * (after the drain, unique indexes restored, before the destination opens for writes), whose
- * differences fail the commit. Both compare every synced namespace: type, options, indexes,
- * document counts and a hash of every document's exact BSON, per copy partition, in parallel.
+ * The embedded verifier of one job, incremental: every copied `_id` range is checked once by the
+ * live pass, then KEPT verified by the writes change application reports (`appliedWrites`):
+ * each written document is dirty until a check that started after its write finds both sides
+ * byte-equal (past the dirty set's caps, its whole range is). The commit's final pass (after the
+ * drain, unique indexes restored, before the destination opens) reads only what is still dirty
+ * or never checked, plus every namespace's type, options and indexes; `verification.mode: full`
+ * re-reads everything. The dirty set lives in memory: a restarted worker checks every range again.
  */
 export class Verification {
   /** Namespace keys the live pass found equal on both sides (per-namespace progress). */
   readonly verifiedKeys = new Set<string>();
+  readonly tracker: DirtyTracker;
   private current: VerificationStatus | null = null;
   private live = false;
+  /** Mismatches of the live pass's last checks, by namespace (progress samples). */
+  private readonly liveMismatches = new Map<string, VerificationMismatch>();
+  private retriedReads = 0;
+  private lastRetry: string | null = null;
+  private finalFigures: FinalPassFigures | null = null;
 
-  constructor(private readonly options: VerificationOptions) {}
+  /** What change application reports: documents written, DDL applied. */
+  readonly appliedWrites: AppliedWrites = {
+    document: (ns: Namespace, id: unknown, identity: string) =>
+      this.tracker.markDocument(ns.db, ns.coll, id, identity),
+    ddl: (event: ChangeEvent) => {
+      const ns = event.ns;
+      if (!ns?.db) return;
+      if (REPLACING_DDL.has(event.operationType)) {
+        this.tracker.invalidate(ns.db, ns.coll);
+        if (event.to) this.tracker.invalidate(event.to.db, event.to.coll);
+      } else {
+        this.tracker.metadataChanged(ns.db, ns.coll);
+      }
+    },
+  };
+
+  constructor(private readonly options: VerificationOptions) {
+    this.tracker = new DirtyTracker(() => options.clock.now(), options.limits);
+  }
 
   /** Progress: the last pass's figures, or what the persisted job says. */
   status(job: JobRecord | undefined, finalPassDone: boolean): VerificationStatus | null {
     if (!job) return null;
     const total = job.namespaces.length;
     const empty = { namespacesTotal: total, mismatches: 0, pendingRecheck: 0, samples: [] };
-    if (!verificationEnabled(job)) return { phase: 'disabled', namespacesVerified: 0, ...empty };
-    if (finalPassDone) return { phase: 'passed', namespacesVerified: total, ...empty };
-    return this.current ?? { phase: 'pending', namespacesVerified: 0, ...empty };
+    if (!verificationEnabled(job)) {
+      return {
+        phase: 'disabled',
+        namespacesVerified: 0,
+        ...empty,
+        ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
+      };
+    }
+    const extra = this.extraStatus(job);
+    if (finalPassDone && this.current?.phase !== 'failed')
+      return { phase: 'passed', namespacesVerified: total, ...empty, ...extra };
+    return { ...(this.current ?? { phase: 'pending', namespacesVerified: 0, ...empty }), ...extra };
+  }
+
+  private extraStatus(job: JobRecord): Partial<VerificationStatus> {
+    const backlog: Backlog = this.tracker.backlog();
+    return {
+      mode: verificationMode(job),
+      backlog: {
+        dirtyDocuments: backlog.dirtyDocuments,
+        dirtyRanges: backlog.dirtyRanges,
+        uncheckedRanges: backlog.uncheckedRanges,
+        oldestDirtySeconds: Math.round(backlog.oldestUncheckedMs / 100) / 10,
+      },
+      caughtUp: this.caughtUp(job),
+      retriedReads: this.retriedReads,
+      ...(this.lastRetry ? { lastRetry: this.lastRetry } : {}),
+      ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
+    };
+  }
+
+  /**
+   * canCommit's verifier condition: while the live pass runs, every copied range checked once
+   * and no write older than `caughtUpMs` unchecked. Without a live pass (verification off, a
+   * per-shard sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
+   */
+  caughtUp(job: JobRecord): boolean {
+    if (!verificationEnabled(job) || !this.live) return true;
+    return this.tracker.caughtUp(this.options.caughtUpMs ?? 5_000);
   }
 
   /** The commit's pass: throws VerificationFailedError when anything differs. */
   async finalPass(session: JobSession, signal: AbortSignal): Promise<void> {
-    if (!verificationEnabled(session.job)) return;
+    const mode = verificationMode(session.job);
+    if (!verificationEnabled(session.job)) {
+      this.finalFigures = {
+        mode: 'skipped',
+        namespaces: 0,
+        rangesRead: 0,
+        documentsRead: 0,
+        ms: 0,
+      };
+      this.options.logger.warn('verification: disabled by the start request; the commit skips it');
+      return;
+    }
     const began = this.options.clock.now();
-    const verdicts = await this.pass(session, 'final', targetsOf(session, true), signal);
+    const targets = this.follow(session, true);
+    const work = this.tracker.plan({
+      all: true,
+      full: mode === 'full',
+      recheckMs: this.recheckMs,
+    });
+    const figures = { rangesRead: 0, documentsRead: 0 };
+    const verdicts = await this.check(
+      'final',
+      session,
+      targets,
+      [...targets.keys()],
+      work,
+      signal,
+      figures,
+    );
     const failed = verdicts.filter((v) => v.problems.length > 0);
-    this.options.logger.info('verification: final pass done', {
+    this.finalFigures = {
+      mode,
       namespaces: verdicts.length,
-      mismatches: failed.length,
+      ...figures,
       ms: this.options.clock.now() - began,
+    };
+    this.options.logger.info('verification: final pass done', {
+      ...this.finalFigures,
+      mismatches: failed.length,
     });
     this.current = { ...this.current!, phase: failed.length > 0 ? 'failed' : 'passed' };
     if (failed.length > 0) throw new VerificationFailedError(failed.map(mismatchOf));
   }
 
   /**
-   * While change events are applied: verifies every copied namespace, then re-checks the ones
-   * that differed with a growing pause, until `signal` (the runner stops at the drain). Never
-   * fails the sync: a difference here may be a change not applied yet.
-   */
-  /**
-   * `yieldTo` is awaited before each range: it holds the live pass while change application is
+   * While change events are applied: checks every copied range once, then what change
+   * application writes (dirty documents and ranges), until `signal` (the runner stops at the
+   * drain). Never fails the sync: a difference here may be a change not applied yet, and is
+   * checked again. A cycle that fails (after its reads' retries in place) is tried again.
+   *
+   * `yieldTo` is awaited before each read: it holds the live pass while change application is
    * behind, so verification reads never slow the catch-up a cut-over waits for.
    */
   async runLive(
     session: JobSession,
     signal: AbortSignal,
     yieldTo?: () => Promise<void>,
+    current: () => JobSession = () => session,
   ): Promise<void> {
     if (this.live || !verificationEnabled(session.job)) return;
     this.live = true;
-    const verified = this.verifiedKeys;
-    verified.clear();
-    /** Ranges that differed, by namespace key: a re-check reads only those again. */
-    const pending = new Map<string, VerifyTarget['ranges']>();
-    let wait = this.options.recheckMs ?? 5_000;
+    const tick = Math.min(1_000, this.recheckMs);
+    let failures = 0;
     try {
       while (!signal.aborted) {
-        const records = session.job.namespaces.filter(
-          (r) => r.copy !== 'pending' && !verified.has(r.key),
-        );
-        const targets = records.map((r) => {
-          const target = targetOf(session, r, false);
-          const ranges = pending.get(r.key);
-          return ranges && ranges.length > 0 ? { ...target, ranges } : target;
-        });
-        if (targets.length > 0) {
-          const verdicts = await this.pass(
-            session,
-            'live',
-            targets,
-            signal,
-            verified.size,
-            yieldTo,
-          );
-          verdicts.forEach((v, i) => {
-            const key = records[i]!.key;
-            if (v.problems.length === 0) verified.add(key);
-            else pending.set(key, v.mismatchedRanges);
+        try {
+          await this.liveCycle(current(), signal, yieldTo);
+          failures = 0;
+        } catch (error) {
+          if (signal.aborted) break;
+          failures += 1;
+          this.options.logger.warn('verification: a live check failed; trying again', {
+            error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
           });
-          const differing = verdicts.filter((v) => v.problems.length > 0);
-          if (differing.length > 0) {
-            this.options.logger.debug(
-              'verification: differences while changes are applied; re-checking later',
-              { pending: differing.map((v) => v.namespace) },
-            );
-          }
         }
-        await this.options.clock.sleep(wait, signal).catch(() => undefined);
-        wait = Math.min(60_000, wait * 2);
-      }
-    } catch (error) {
-      if (!signal.aborted) {
-        this.options.logger.warn('verification: live pass failed; the commit verifies again', {
-          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-        });
+        const pause = failures > 0 ? Math.min(60_000, this.recheckMs * 2 ** failures) : tick;
+        await this.options.clock.sleep(pause, signal).catch(() => undefined);
       }
     } finally {
       this.live = false;
     }
   }
 
-  private async pass(
+  private get recheckMs(): number {
+    return this.options.recheckMs ?? 5_000;
+  }
+
+  private async liveCycle(
     session: JobSession,
-    phase: 'live' | 'final',
-    targets: VerifyTarget[],
     signal: AbortSignal,
-    alreadyVerified = 0,
+    yieldTo?: () => Promise<void>,
+  ): Promise<void> {
+    const targets = this.follow(session, false);
+    const now = this.options.clock.now();
+    const metadata = [...targets.keys()].filter((name) => {
+      const state = this.stateOf(targets, name);
+      if (!state || state.metadataOk) return false;
+      const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
+      return state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause;
+    });
+    const work = this.tracker.plan({ all: false, recheckMs: this.recheckMs });
+    if (metadata.length > 0 || work.length > 0) {
+      await this.check('live', session, targets, metadata, work, signal, undefined, yieldTo);
+    }
+    this.refreshLiveStatus(session);
+  }
+
+  /** Per-namespace progress and the live status, from the tracker. */
+  private refreshLiveStatus(session: JobSession): void {
+    this.verifiedKeys.clear();
+    let differing = 0;
+    for (const record of session.job.namespaces) {
+      const state = this.tracker.get(record.database, record.collection);
+      if (!state?.ranges) continue;
+      const clean =
+        state.metadataOk &&
+        state.ranges.every((r) => r.checked && r.differs === 0) &&
+        [...state.ids.values()].every((e) => e.differs === 0);
+      if (clean) {
+        this.verifiedKeys.add(record.key);
+        this.liveMismatches.delete(state.name);
+      } else if (this.liveMismatches.has(state.name)) {
+        differing += 1;
+      }
+    }
+    this.current = {
+      phase: 'live',
+      namespacesTotal: session.job.namespaces.length,
+      namespacesVerified: this.verifiedKeys.size,
+      mismatches: 0,
+      pendingRecheck: differing,
+      samples: [...this.liveMismatches.values()].slice(0, MAX_SAMPLES),
+    };
+  }
+
+  /** The tracker follows the catalog; the targets of every synced namespace, by name. */
+  private follow(session: JobSession, final: boolean): Map<string, VerifyTarget> {
+    const targets = new Map<string, VerifyTarget>();
+    const tracked = [];
+    for (const record of session.job.namespaces) {
+      if (record.copy === 'pending') continue;
+      const target = targetOf(session, record, final);
+      targets.set(`${record.database}.${record.collection}`, target);
+      const partitions = session.partitionsOf(record.key);
+      tracked.push({
+        database: record.database,
+        collection: record.collection,
+        signature: `${record.key}|${record.partitionSet ?? '-'}|${record.copy}|${record.type}`,
+        ranges: target.ranges,
+        natural: partitions.some((p) => p.natural),
+        view: record.type === 'view',
+      });
+    }
+    this.tracker.sync(tracked);
+    // Without `_id` reads on both sides a dirty document is checked with its whole range.
+    const source = session.source as VerifiableCluster;
+    const destination = session.destinationReader;
+    if (!source.readByIds || !destination?.readByIds) {
+      for (const state of this.tracker.namespaces()) this.tracker.promoteIds(state);
+    }
+    return targets;
+  }
+
+  private stateOf(targets: Map<string, VerifyTarget>, name: string): NamespaceState | undefined {
+    const target = targets.get(name);
+    return target ? this.tracker.get(target.database, target.collection) : undefined;
+  }
+
+  /**
+   * One check: the metadata of `metadata` namespaces, the ranges and documents of `work`, as one
+   * pool of tasks (the final pass several at once, the live pass one at a time, yielding to
+   * change application). Each result goes to the tracker; verdicts per namespace.
+   */
+  private async check(
+    phase: 'live' | 'final',
+    session: JobSession,
+    targets: Map<string, VerifyTarget>,
+    metadata: string[],
+    work: NamespaceWork[],
+    signal: AbortSignal,
+    figures?: { rangesRead: number; documentsRead: number },
     beforeTask?: () => Promise<void>,
   ): Promise<NamespaceVerdict[]> {
     const destination = session.destinationReader;
     if (!destination) throw new Error('the destination cannot be read for verification');
+    const source = session.source as VerifiableCluster;
+    const tracker = this.tracker;
     const status: VerificationStatus = {
       phase,
       namespacesTotal: session.job.namespaces.length,
-      namespacesVerified: alreadyVerified,
+      namespacesVerified: phase === 'live' ? this.verifiedKeys.size : 0,
       mismatches: 0,
       pendingRecheck: 0,
-      samples: [],
+      samples: phase === 'live' ? [...this.liveMismatches.values()] : [],
     };
-    this.current = status;
-    const concurrency = this.options.concurrency ?? 4;
-    return verifyNamespaces(session.source as VerifiableCluster, destination, targets, {
+    if (phase === 'final' || !this.current) this.current = status;
+    const retry: InPlaceRetryOptions = {
+      clock: this.options.clock,
+      ...this.options.retry,
+      onRetry: (event) => {
+        this.retriedReads += 1;
+        const error = event.error instanceof Error ? event.error : new Error(String(event.error));
+        this.lastRetry = `${event.what}: ${error.name} (attempt ${event.attempt})`;
+        this.options.logger.debug('verification: read retried in place', {
+          read: event.what,
+          attempt: event.attempt,
+          error: `${error.name}: ${error.message}`,
+        });
+      },
+    };
+    const check: NamespaceCheckOptions = {
       compareUnique: phase === 'final',
-      retry: { clock: this.options.clock },
-      // The live pass reads one range at a time, and only while change application keeps up.
-      concurrency: phase === 'final' ? concurrency : 1,
+      listings: new ListingCache(),
+      retry,
       signal,
-      ...(beforeTask ? { beforeTask } : {}),
-      onNamespace: (verdict) => {
+    };
+    const byName = new Map<string, { verdict: NamespaceVerdict; remaining: number }>();
+    const entryOf = (name: string) => {
+      let entry = byName.get(name);
+      if (!entry) {
+        const verdict: NamespaceVerdict = {
+          namespace: name,
+          documents: { source: 0, destination: 0 },
+          problems: [],
+          ids: [],
+          mismatchedRanges: [],
+        };
+        byName.set(name, (entry = { verdict, remaining: 0 }));
+      }
+      return entry;
+    };
+    const sample = (verdict: NamespaceVerdict, problems: string[], ids: string[]) => {
+      const room = Math.max(0, 5 - verdict.ids.length);
+      verdict.ids.push(...ids.slice(0, room));
+      verdict.problems.push(...problems.slice(0, Math.max(1, room)));
+    };
+    const done = (name: string) => {
+      const entry = byName.get(name)!;
+      if (--entry.remaining > 0) return;
+      const { verdict } = entry;
+      const { source: s, destination: d } = verdict.documents;
+      if (s !== d)
+        verdict.problems.unshift(`document count differs: source ${s}, destination ${d}`);
+      if (phase === 'final') {
         if (verdict.problems.length === 0) status.namespacesVerified += 1;
-        else if (phase === 'live') status.pendingRecheck += 1;
         else status.mismatches += 1;
         if (verdict.problems.length > 0 && status.samples.length < MAX_SAMPLES)
           status.samples.push(mismatchOf(verdict));
-      },
-    });
+      } else if (verdict.problems.length > 0) {
+        this.liveMismatches.set(name, mismatchOf(verdict));
+      }
+    };
+    const tasks: Array<() => Promise<void>> = [];
+    const add = (name: string, task: () => Promise<void>) => {
+      entryOf(name).remaining += 1;
+      tasks.push(async () => {
+        await task();
+        done(name);
+      });
+    };
+    for (const name of metadata) {
+      const target = targets.get(name)!;
+      add(name, async () => {
+        const problems = await checkMetadata(source, destination, target, check);
+        entryOf(name).verdict.problems.unshift(...problems);
+        const state = tracker.get(target.database, target.collection);
+        if (state && phase === 'live') {
+          state.metadataOk = problems.length === 0;
+          state.metadataCheckedAt = this.options.clock.now();
+          state.metadataDiffers = problems.length === 0 ? 0 : state.metadataDiffers + 1;
+        }
+      });
+    }
+    for (const { state, ranges, ids } of work) {
+      const name = state.name;
+      const target = targets.get(name);
+      if (!target) continue; // not synced (anymore): nothing to compare
+      for (const range of ranges) {
+        add(name, async () => {
+          const startSeq = tracker.sequence;
+          const result = await checkRange(source, destination, target, range.range, check);
+          tracker.rangeChecked(state, range, startSeq, result.problems.length === 0);
+          if (figures) {
+            figures.rangesRead += 1;
+            figures.documentsRead += result.source;
+          }
+          const { verdict } = entryOf(name);
+          verdict.documents.source += result.source;
+          verdict.documents.destination += result.destination;
+          if (result.problems.length > 0) {
+            verdict.mismatchedRanges.push(range.range);
+            sample(verdict, result.problems, result.ids);
+          }
+        });
+      }
+      for (let i = 0; i < ids.length; i += IDS_PER_READ) {
+        const batch = ids.slice(i, i + IDS_PER_READ);
+        add(name, async () => {
+          const startSeq = tracker.sequence;
+          const result = await checkDocuments(
+            source,
+            destination,
+            target,
+            batch.map((e) => e.id),
+            check,
+          );
+          batch.forEach((entry, k) =>
+            tracker.documentChecked(state, entry, startSeq, result.equal[k]!),
+          );
+          if (figures) figures.documentsRead += result.read;
+          if (result.problems.length > 0)
+            sample(entryOf(name).verdict, result.problems, result.ids);
+        });
+      }
+    }
+    await runPool(
+      tasks,
+      phase === 'final' ? (this.options.concurrency ?? 4) : 1,
+      signal,
+      beforeTask,
+    );
+    return [...byName.values()].map((e) => e.verdict);
   }
 }
 

@@ -73,7 +73,7 @@ export async function verifyNamespaces(
 }
 
 /** Runs tasks `concurrency` at a time; the first failure stops the others from starting. */
-async function runPool(
+export async function runPool(
   tasks: Array<() => Promise<void>>,
   concurrency: number,
   signal?: AbortSignal,

@@ -1,0 +1,157 @@
+import { documentIdentity } from '../apply/doc-key';
+import { DirtyTracker, type TrackedNamespace } from './dirty-tracker';
+
+const items = (ranges = [{ max: 10 }, { min: 10, max: 20 }, { min: 20 }]): TrackedNamespace => ({
+  database: 'shop',
+  collection: 'items',
+  signature: 'k|1|done|collection',
+  ranges,
+  natural: false,
+});
+
+function tracker(limits = {}) {
+  let now = 1_000;
+  const t = new DirtyTracker(() => now, limits);
+  const mark = (id: number) =>
+    t.markDocument('shop', 'items', id, documentIdentity('shop', 'items', { _id: id }));
+  return { t, mark, advance: (ms: number) => (now += ms) };
+}
+
+/** Checks every planned range and document as equal (what a clean check does). */
+function checkAllEqual(t: DirtyTracker, all = false) {
+  const work = t.plan({ all, recheckMs: 1_000 });
+  const start = t.sequence;
+  for (const w of work) {
+    for (const r of w.ranges) t.rangeChecked(w.state, r, start, true);
+    for (const e of w.ids) t.documentChecked(w.state, e, start, true);
+  }
+  return work;
+}
+
+describe('DirtyTracker (what the incremental verifier still has to read)', () => {
+  it('every copied range is unchecked until a check reads it; then nothing is left to read', () => {
+    const { t } = tracker();
+    expect(t.caughtUp(5_000)).toBe(false); // the catalog not followed yet
+    t.sync([items()]);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 3, dirtyDocuments: 0 });
+    expect(t.caughtUp(5_000)).toBe(false);
+    const work = checkAllEqual(t);
+    expect(work[0]!.ranges).toHaveLength(3);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 0, dirtyRanges: 0, dirtyDocuments: 0 });
+    expect(t.caughtUp(5_000)).toBe(true);
+    expect(t.plan({ all: true, recheckMs: 1_000 })).toEqual([]);
+  });
+
+  it('a written document is dirty by _id (numbers by value) until an equal check, and only it is read', () => {
+    const { t, mark } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(12);
+    mark(12); // twice: one entry
+    t.markDocument('shop', 'items', 12.0, documentIdentity('shop', 'items', { _id: 12.0 }));
+    mark(3);
+    const [work] = t.plan({ all: true, recheckMs: 1_000 });
+    expect(work!.ranges).toEqual([]);
+    expect(work!.ids.map((e) => e.id)).toEqual([12, 3]);
+    checkAllEqual(t);
+    expect(t.backlog().dirtyDocuments).toBe(0);
+  });
+
+  it('a write during a check keeps the document dirty (the check clears only what it saw)', () => {
+    const { t, mark } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(5);
+    const [work] = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    mark(5); // applied while the check reads both sides
+    t.documentChecked(work!.state, work!.ids[0]!, start, true);
+    expect(t.backlog().dirtyDocuments).toBe(1);
+    expect(t.plan({ all: false, recheckMs: 1_000 })[0]!.ids.map((e) => e.id)).toEqual([5]);
+  });
+
+  it('a document that differs stays dirty: re-checked after a growing pause, always by the final pass', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(7);
+    const [work] = t.plan({ all: false, recheckMs: 1_000 });
+    t.documentChecked(work!.state, work!.ids[0]!, t.sequence, false);
+    expect(t.plan({ all: false, recheckMs: 1_000 })).toEqual([]); // pausing
+    expect(t.plan({ all: true, recheckMs: 1_000 })[0]!.ids).toHaveLength(1);
+    // Checked since its write: it does not hold canCommit (the final pass decides).
+    advance(60_000);
+    expect(t.caughtUp(5_000)).toBe(true);
+    expect(t.plan({ all: false, recheckMs: 1_000 })[0]!.ids).toHaveLength(1);
+  });
+
+  it('caught up only while no write is older than the limit without a check', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(1);
+    expect(t.caughtUp(5_000)).toBe(true);
+    advance(6_000);
+    expect(t.backlog().oldestUncheckedMs).toBe(6_000);
+    expect(t.caughtUp(5_000)).toBe(false);
+    checkAllEqual(t);
+    expect(t.caughtUp(5_000)).toBe(true);
+  });
+
+  it('past the per-namespace cap a write marks its whole range; its _ids are settled with it', () => {
+    const { t, mark } = tracker({ idsPerNamespace: 2 });
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(1);
+    mark(15);
+    mark(16); // over the cap: range [10, 20) is dirty
+    expect(t.backlog()).toMatchObject({ dirtyDocuments: 2, dirtyRanges: 1 });
+    const [work] = t.plan({ all: true, recheckMs: 1_000 });
+    expect(work!.ranges.map((r) => r.range)).toEqual([{ min: 10, max: 20 }]);
+    expect(work!.ids.map((e) => e.id)).toEqual([1]); // 15 is read with its range
+    checkAllEqual(t, true);
+    expect(t.backlog()).toMatchObject({ dirtyDocuments: 0, dirtyRanges: 0 });
+  });
+
+  it('the total cap and over-long identities mark ranges too (memory stays bounded)', () => {
+    const { t, mark } = tracker({ idsTotal: 1, maxIdentityChars: 40 });
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(1);
+    mark(25);
+    t.markDocument('shop', 'items', 11, 'x'.repeat(41));
+    expect(t.documentsTracked).toBe(1);
+    expect(t.backlog().dirtyRanges).toBe(2);
+  });
+
+  it('writes before the ranges are known, past the cap, make every range dirty', () => {
+    const { t, mark } = tracker({ idsPerNamespace: 1 });
+    mark(1);
+    mark(2);
+    t.sync([items()]);
+    checkAllEqual(t);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 0, dirtyRanges: 0, dirtyDocuments: 0 });
+  });
+
+  it('a drop or rename starts the namespace over; a namespace gone from the catalog is forgotten', () => {
+    const { t, mark } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(3);
+    t.invalidate('shop', 'items');
+    expect(t.backlog()).toMatchObject({ dirtyDocuments: 0, uncheckedRanges: 0 });
+    t.sync([items()]);
+    expect(t.backlog().uncheckedRanges).toBe(3);
+    checkAllEqual(t);
+    t.sync([]);
+    expect(t.namespaces()).toEqual([]);
+  });
+
+  it('a new partition set (the collection copied again) is checked again', () => {
+    const { t } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    t.sync([{ ...items([{}]), signature: 'k|2|done|collection' }]);
+    expect(t.backlog().uncheckedRanges).toBe(1);
+  });
+});

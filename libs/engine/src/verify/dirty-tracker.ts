@@ -1,0 +1,404 @@
+import type { IdRange } from '../ports/source-cluster';
+import { compareKeyValues } from '../shards/key-order';
+
+/**
+ * Memory bound of the dirty set. Every document write change application makes is remembered by
+ * its `_id` until a check that started after the write finds both sides byte-equal; past these
+ * limits a write marks the `_id` range that holds the document instead (re-read whole).
+ *
+ * Worst case: `idsTotal` entries of (the `_id` value, its identity string of at most
+ * `maxIdentityChars`, ~100 bytes of bookkeeping): 100 000 × (≤ 512 + ~150) B ≈ 65 MB; with
+ * ObjectId `_id`s ≈ 100 000 × ~200 B ≈ 20 MB. Ranges cost ~100 bytes each (the copy's
+ * partitions: a few hundred per large collection).
+ */
+export interface DirtyLimits {
+  /** Dirty `_id`s remembered per namespace (default 10 000). */
+  idsPerNamespace?: number;
+  /** Dirty `_id`s remembered over every namespace (default 100 000). */
+  idsTotal?: number;
+  /** A longer document identity (`db.coll` + canonical `_id`) marks its range (default 512). */
+  maxIdentityChars?: number;
+}
+
+/** Something a check clears: a document or a range, marked by writes, cleared by an equal check. */
+interface Mark {
+  /** Tracker sequence number of the latest write (monotonic over the tracker). */
+  seq: number;
+  /** When the oldest write not yet seen by a check was marked (ms). */
+  markedAt: number;
+  /** `seq` as of the start of the last check that did not clear it (-1: none). */
+  checkedSeq: number;
+  checkedAt: number;
+  /** Checks in a row that found a difference (re-checked with a growing pause). */
+  differs: number;
+}
+
+export interface DirtyId extends Mark {
+  id: unknown;
+  identity: string;
+  /** Index of the range holding it (computed when first needed). */
+  range?: number;
+}
+
+export interface RangeState extends Mark {
+  index: number;
+  range: IdRange;
+  /** Checked at least once since its namespace (or partition set) was tracked. */
+  checked: boolean;
+  /** Not known equal: never checked, written since, or different when last checked. */
+  dirty: boolean;
+}
+
+/** What the tracker keeps of one namespace (by current name, as writes report it). */
+export class NamespaceState {
+  readonly ids = new Map<string, DirtyId>();
+  /** Absent until the catalog told its copy partitions. */
+  ranges: RangeState[] | null = null;
+  /** Catalog signature (key, partition set, copy state): a new one restarts the namespace. */
+  signature = '';
+  /** Natural-order partitions (capped): no `_id` tracking, every write marks the range. */
+  natural = false;
+  /** Writes arrived past the caps before the ranges were known: every range dirty. */
+  overflow = false;
+  /** Metadata (type, options, indexes) found equal by the live pass since the last DDL. */
+  metadataOk = false;
+  metadataCheckedAt = -Infinity;
+  metadataDiffers = 0;
+
+  constructor(
+    readonly database: string,
+    readonly collection: string,
+  ) {}
+
+  get name(): string {
+    return `${this.database}.${this.collection}`;
+  }
+
+  rangeOf(entry: DirtyId): RangeState | undefined {
+    if (!this.ranges) return undefined;
+    entry.range ??= rangeIndex(this.ranges, entry.id);
+    return this.ranges[entry.range];
+  }
+}
+
+/** One namespace as the catalog has it: what the tracker follows. */
+export interface TrackedNamespace {
+  database: string;
+  collection: string;
+  signature: string;
+  ranges: IdRange[];
+  natural: boolean;
+  /** A view: metadata only, no ranges. */
+  view?: boolean;
+}
+
+export interface Backlog {
+  /** `_id`s written and not yet found equal (checked or not). */
+  dirtyDocuments: number;
+  /** Ranges not known equal (written past the caps, or different when last read). */
+  dirtyRanges: number;
+  /** Ranges never checked since they were copied (a pass reads them whole). */
+  uncheckedRanges: number;
+  /** Age of the oldest write no check has seen yet (0: none). */
+  oldestUncheckedMs: number;
+}
+
+/** Work for one check of one namespace. */
+export interface NamespaceWork {
+  state: NamespaceState;
+  ranges: RangeState[];
+  ids: DirtyId[];
+}
+
+const pending = (m: Mark) => m.seq > m.checkedSeq;
+
+/**
+ * The dirty set of the incremental verifier: per namespace, the copy's `_id` ranges (each
+ * checked once, then kept verified) and the `_id`s change application wrote since their last
+ * equal check. Writes are reported after they land on the destination; a check records the
+ * sequence number it started at and clears only marks no later write has renewed, so a write
+ * during a check is never lost.
+ */
+export class DirtyTracker {
+  private readonly byDb = new Map<string, Map<string, NamespaceState>>();
+  private seq = 0;
+  private idCount = 0;
+  private readonly perNamespace: number;
+  private readonly total: number;
+  private readonly maxChars: number;
+  /** The catalog was followed once (what "caught up" needs before it can be true). */
+  synced = false;
+
+  constructor(
+    private readonly now: () => number,
+    limits: DirtyLimits = {},
+  ) {
+    this.perNamespace = limits.idsPerNamespace ?? 10_000;
+    this.total = limits.idsTotal ?? 100_000;
+    this.maxChars = limits.maxIdentityChars ?? 512;
+  }
+
+  /** The current sequence number: a check started now clears marks up to it. */
+  get sequence(): number {
+    return this.seq;
+  }
+
+  get documentsTracked(): number {
+    return this.idCount;
+  }
+
+  namespaces(): NamespaceState[] {
+    return [...this.byDb.values()].flatMap((m) => [...m.values()]);
+  }
+
+  get(database: string, collection: string): NamespaceState | undefined {
+    return this.byDb.get(database)?.get(collection);
+  }
+
+  /**
+   * Hot path (once per document a write batch landed): one map lookup, and one entry allocated
+   * only for an `_id` not already dirty.
+   */
+  markDocument(database: string, collection: string, id: unknown, identity: string): void {
+    const state = this.state(database, collection);
+    const seq = ++this.seq;
+    const existing = state.ids.get(identity);
+    if (existing) {
+      if (!pending(existing)) existing.markedAt = this.now();
+      existing.seq = seq;
+      return;
+    }
+    if (
+      !state.natural &&
+      state.ids.size < this.perNamespace &&
+      this.idCount < this.total &&
+      identity.length <= this.maxChars
+    ) {
+      const now = this.now();
+      state.ids.set(identity, {
+        id,
+        identity,
+        seq,
+        markedAt: now,
+        checkedSeq: -1,
+        checkedAt: 0,
+        differs: 0,
+      });
+      this.idCount += 1;
+      return;
+    }
+    if (!state.ranges) {
+      state.overflow = true;
+      return;
+    }
+    const range = state.ranges[state.natural ? 0 : rangeIndex(state.ranges, id)];
+    if (range) this.markRange(range, seq);
+  }
+
+  /**
+   * A DDL that replaces documents without document events (drop, rename, dropDatabase): the
+   * namespace starts over — every range unchecked, its dirty `_id`s forgotten (covered).
+   */
+  invalidate(database: string, collection?: string): void {
+    const dbMap = this.byDb.get(database);
+    if (!dbMap) return;
+    for (const [name, state] of [...dbMap]) {
+      if (collection !== undefined && name !== collection) continue;
+      this.idCount -= state.ids.size;
+      dbMap.delete(name);
+    }
+  }
+
+  /** Any other DDL of a namespace: its metadata is checked again. */
+  metadataChanged(database: string, collection?: string): void {
+    for (const state of this.byDb.get(database)?.values() ?? []) {
+      if (collection === undefined || state.collection === collection) state.metadataOk = false;
+    }
+  }
+
+  /**
+   * Follows the catalog: a namespace seen for the first time, or with another partition set or
+   * copy state, gets fresh ranges (all unchecked); one the catalog no longer holds is dropped.
+   */
+  sync(namespaces: TrackedNamespace[]): void {
+    const seen = new Set<NamespaceState>();
+    for (const ns of namespaces) {
+      const state = this.state(ns.database, ns.collection);
+      seen.add(state);
+      if (state.signature !== ns.signature || !state.ranges) {
+        const now = this.now();
+        const seq = ++this.seq;
+        state.signature = ns.signature;
+        state.natural = ns.natural;
+        state.metadataOk = false;
+        const ranges = ns.view ? [] : ns.ranges.length > 0 ? ns.ranges : [{}];
+        state.ranges = ranges.map((range, index) => ({
+          index,
+          range,
+          checked: false,
+          dirty: true,
+          seq,
+          markedAt: now,
+          checkedSeq: -1,
+          checkedAt: 0,
+          differs: 0,
+        }));
+        for (const entry of state.ids.values()) delete entry.range;
+        if (state.natural) {
+          this.idCount -= state.ids.size;
+          state.ids.clear();
+        }
+      }
+      if (state.overflow) {
+        state.overflow = false;
+        for (const r of state.ranges) this.markRange(r, ++this.seq);
+      }
+    }
+    for (const state of this.namespaces()) {
+      if (!seen.has(state)) this.invalidate(state.database, state.collection);
+    }
+    this.synced = true;
+  }
+
+  /**
+   * What a check reads now. `all` (the commit's final pass): every range not known equal and
+   * every dirty `_id`. Otherwise (live): what was written since it was last checked, and what
+   * differed, again after a pause growing from `recheckMs` to 60 s. An `_id` whose range is read
+   * whole is covered by that range.
+   */
+  plan(options: { all: boolean; full?: boolean; recheckMs: number }): NamespaceWork[] {
+    const now = this.now();
+    const due = (m: Mark) =>
+      options.all ||
+      pending(m) ||
+      now - m.checkedAt >= Math.min(60_000, options.recheckMs * 2 ** Math.max(0, m.differs - 1));
+    const work: NamespaceWork[] = [];
+    for (const state of this.namespaces()) {
+      if (!state.ranges) continue;
+      const ranges = state.ranges.filter((r) => options.full || !r.checked || (r.dirty && due(r)));
+      const whole = new Set(ranges.map((r) => r.index));
+      const ids: DirtyId[] = [];
+      if (!options.full) {
+        for (const entry of state.ids.values()) {
+          const range = state.rangeOf(entry);
+          if (!range || whole.has(range.index) || range.dirty) continue;
+          if (due(entry)) ids.push(entry);
+        }
+      }
+      if (ranges.length > 0 || ids.length > 0) work.push({ state, ranges, ids });
+    }
+    return work;
+  }
+
+  /** A range's check, started at `startSeq`, found both sides `equal` (or not). */
+  rangeChecked(state: NamespaceState, range: RangeState, startSeq: number, equal: boolean): void {
+    const now = this.now();
+    range.checked = true;
+    if (equal && range.seq <= startSeq) {
+      range.dirty = false;
+      range.differs = 0;
+      range.checkedSeq = range.seq;
+    } else {
+      range.dirty = true;
+      range.checkedSeq = Math.max(range.checkedSeq, Math.min(range.seq, startSeq));
+      if (!equal) range.differs += 1;
+    }
+    range.checkedAt = now;
+    // The `_id`s of the range the check saw are settled with it.
+    for (const entry of [...state.ids.values()]) {
+      if (entry.seq > startSeq || state.rangeOf(entry) !== range) continue;
+      if (equal) this.forget(state, entry);
+      else {
+        entry.checkedSeq = entry.seq;
+        entry.checkedAt = now;
+      }
+    }
+  }
+
+  /** A document's check, started at `startSeq`, found both sides `equal` (or not). */
+  documentChecked(state: NamespaceState, entry: DirtyId, startSeq: number, equal: boolean): void {
+    if (state.ids.get(entry.identity) !== entry) return; // forgotten meanwhile (a DDL)
+    if (equal && entry.seq <= startSeq) {
+      this.forget(state, entry);
+      return;
+    }
+    entry.checkedSeq = Math.max(entry.checkedSeq, Math.min(entry.seq, startSeq));
+    entry.checkedAt = this.now();
+    if (!equal) entry.differs += 1;
+  }
+
+  /** Every dirty `_id` of a namespace becomes its range's problem (no `readByIds`). */
+  promoteIds(state: NamespaceState): void {
+    if (!state.ranges) return;
+    for (const entry of [...state.ids.values()]) {
+      const range = state.rangeOf(entry);
+      if (range) this.markRange(range, ++this.seq);
+      this.forget(state, entry);
+    }
+  }
+
+  backlog(): Backlog {
+    const now = this.now();
+    let dirtyRanges = 0;
+    let uncheckedRanges = 0;
+    let oldest = Infinity;
+    for (const state of this.namespaces()) {
+      for (const r of state.ranges ?? []) {
+        if (!r.checked) uncheckedRanges += 1;
+        else if (r.dirty) dirtyRanges += 1;
+        if (pending(r)) oldest = Math.min(oldest, r.markedAt);
+      }
+      for (const entry of state.ids.values()) {
+        if (pending(entry)) oldest = Math.min(oldest, entry.markedAt);
+      }
+    }
+    return {
+      dirtyDocuments: this.idCount,
+      dirtyRanges,
+      uncheckedRanges,
+      oldestUncheckedMs: oldest === Infinity ? 0 : Math.max(0, now - oldest),
+    };
+  }
+
+  /**
+   * Caught up: the catalog followed, every range checked once, and no write older than `maxAgeMs`
+   * unseen by a check (what differed when checked is re-checked, and named by progress, but does
+   * not hold canCommit: the final pass decides).
+   */
+  caughtUp(maxAgeMs: number): boolean {
+    if (!this.synced) return false;
+    const backlog = this.backlog();
+    return backlog.uncheckedRanges === 0 && backlog.oldestUncheckedMs <= maxAgeMs;
+  }
+
+  private markRange(range: RangeState, seq: number): void {
+    if (!pending(range)) range.markedAt = this.now();
+    range.seq = seq;
+    range.dirty = true;
+  }
+
+  private forget(state: NamespaceState, entry: DirtyId): void {
+    if (state.ids.delete(entry.identity)) this.idCount -= 1;
+  }
+
+  private state(database: string, collection: string): NamespaceState {
+    let dbMap = this.byDb.get(database);
+    if (!dbMap) this.byDb.set(database, (dbMap = new Map()));
+    let state = dbMap.get(collection);
+    if (!state) dbMap.set(collection, (state = new NamespaceState(database, collection)));
+    return state;
+  }
+}
+
+/** The range holding `id` (ranges in `_id` order: min inclusive, max exclusive). */
+export function rangeIndex(ranges: RangeState[], id: unknown): number {
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    const min = ranges[mid]!.range;
+    if (!('min' in min) || compareKeyValues(id, min.min) >= 0) low = mid;
+    else high = mid - 1;
+  }
+  return low;
+}
