@@ -11,6 +11,7 @@ import {
 import { hostname } from 'node:os';
 import { CommandBroadcaster } from './broadcast/command-broadcaster';
 import { ClusterClients } from './clusters/cluster-clients';
+import { ClusterWatch } from './clusters/cluster-watch';
 import type { CoordinatorSettings } from './config/coordinator-settings';
 import { COORDINATOR_PARTS, CoordinatorLifecycle } from './coordinator.lifecycle';
 import { CoordinatorEngine } from './coordinator-engine';
@@ -53,9 +54,13 @@ export class CoordinatorModule {
       log: (message, fields) => logger.info(message, fields),
     });
     const broadcaster = new CommandBroadcaster(redisUrl);
+    const watch = new ClusterWatch(clusters, Object.keys(config.clusters));
     const board = new ProgressBoard({
       redis,
       staleMs: settings.workerStaleMs,
+      expireMs: settings.workerExpireMs,
+      expectedShards: () => watch.expectedShards(),
+      pings: () => watch.pings(),
       syncID: id,
       coordinatorID: () => leadership.leader()?.id ?? null,
       pending: (worker) => broadcaster.pending(worker),
@@ -85,7 +90,7 @@ export class CoordinatorModule {
             if (!roster) return [];
             return figuresFromRoster({
               ...roster,
-              now: Date.now(),
+              now: board.redisNow() ?? roster.redisNow,
               staleMs: settings.workerStaleMs,
             });
           },
@@ -101,7 +106,13 @@ export class CoordinatorModule {
       providers: [
         {
           provide: COORDINATOR_PARTS,
-          useValue: { leadership, board, redis, leaseTtlMs: settings.leaseTtlMs },
+          useValue: {
+            leadership,
+            board,
+            clusters: watch,
+            redis,
+            leaseTtlMs: settings.leaseTtlMs,
+          },
         },
         CoordinatorLifecycle,
       ],

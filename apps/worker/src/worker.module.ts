@@ -2,7 +2,13 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { UNSHARDED_WORKER_ID } from '@sync/contracts';
 import { createSyncEngine } from '@sync/mongo';
-import { SyncApiModule, type JsonLogger, type ServiceConfig } from '@sync/service';
+import {
+  controlWallClock,
+  readTestClockOffset,
+  SyncApiModule,
+  type JsonLogger,
+  type ServiceConfig,
+} from '@sync/service';
 import { CoordinatedEngine } from './control/coordinated-engine';
 import { WorkerAgent } from './control/worker-agent';
 import { WORKER_AGENT, WorkerAgentLifecycle } from './control/worker-agent.lifecycle';
@@ -26,6 +32,7 @@ export class WorkerModule {
           workerId: config.id ?? UNSHARDED_WORKER_ID,
           shardId: config.id ?? null,
           logger,
+          wallClock: controlWallClock(readTestClockOffset(process.env)),
         })
       : null;
     void url.then((listening) => agent?.setUrl(listening));

@@ -11,10 +11,25 @@ import type { SyncOperation } from './sync-operations';
 export const CONTROL_PREFIX = 'cluster-sync';
 
 export const CONTROL_KEYS = {
-  /** Hash: worker id → WorkerRegistration (JSON). Kept across heartbeats: a gone worker stays. */
+  /**
+   * Hash: worker id → WorkerRegistration (JSON). A registration whose worker has not beaten for
+   * the expiry (CLUSTER_SYNC_WORKER_EXPIRE_MS, judged by Redis' clock) is removed by the
+   * coordinator; the worker registers again at its next heartbeat.
+   */
   workers: `${CONTROL_PREFIX}:workers`,
+  /** Hash: worker id → Redis' own TIME (ms) at its last heartbeat: liveness by one clock. */
+  seen: `${CONTROL_PREFIX}:seen`,
   /** String: the worker's latest WorkerReport (JSON), rewritten every heartbeat. */
   report: (workerId: string) => `${CONTROL_PREFIX}:report:${workerId}`,
+  /**
+   * Hash: worker id → LastKnownProgress (JSON): its last report that carried progress, so a
+   * restarted (starting) or missing worker still shows its last figures.
+   */
+  lastProgress: `${CONTROL_PREFIX}:last-progress`,
+  /** Counter (INCR): the order of commands, one sequence for all coordinator replicas. */
+  commandSequence: `${CONTROL_PREFIX}:command-seq`,
+  /** Hash: worker id → the highest command sequence it has taken (it never runs an older one). */
+  applied: `${CONTROL_PREFIX}:applied`,
   /** The leader lease of the coordinator replicas: LeaderLease (JSON), `SET NX PX`. */
   leader: `${CONTROL_PREFIX}:leader`,
 } as const;
@@ -60,7 +75,11 @@ export interface WorkerRegistration {
 /** What a worker publishes every heartbeat (JSON under CONTROL_KEYS.report). */
 export interface WorkerReport {
   id: string;
-  /** Wall-clock milliseconds of this report; its age says whether the worker is alive. */
+  /**
+   * Milliseconds of this report. Written by the worker with its own clock, but the coordinator
+   * replaces it with Redis' TIME of the heartbeat (CONTROL_KEYS.seen) before judging its age:
+   * two hosts' clocks are never compared.
+   */
   at: number;
   /** The engine's raw mergeable snapshot (ProgressSnapshot of @sync/engine), null when none. */
   snapshot: unknown;
@@ -70,6 +89,14 @@ export interface WorkerReport {
   error: { error: ApiErrorName; errorDescription: string } | null;
   /** The highest leadership epoch this worker has accepted a command from. */
   highestEpoch: number;
+}
+
+/** The last report of a worker that carried progress (CONTROL_KEYS.lastProgress). */
+export interface LastKnownProgress {
+  /** Redis' TIME (ms) of that heartbeat. */
+  at: number;
+  snapshot: unknown;
+  progress: Progress;
 }
 
 /** The value of the leader lease: who leads, where its API is, and its lease token. */
@@ -107,6 +134,16 @@ export interface CommandJobData {
   /** Fencing: the leadership epoch of the coordinator that issued it. */
   epoch: number;
   issuedBy: string;
+  /**
+   * The command's place in the order of all commands (INCR CONTROL_KEYS.commandSequence): a
+   * worker never runs a command older than one it has taken. Absent from older builds' jobs.
+   */
+  sequence?: number;
+  /**
+   * Redis' TIME (ms) after which the command is void: the worker checks it against Redis' clock
+   * (never its own) and refuses it with CommandExpired; the coordinator also removes it.
+   */
+  expiresAt?: number;
 }
 
 /** A child job's return value: the worker's verdict, which the coordinator reports. */

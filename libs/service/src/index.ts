@@ -25,3 +25,5 @@ export * from './bootstrap/run-service';
 export * from './control/redis-connection';
 export * from './metrics';
 export * from './openapi';
+export * from './control/control-clock';
+export * from './control/liveness';

@@ -36,6 +36,18 @@ export class ClusterClients {
     }
   }
 
+  /** One `ping` round trip to a cluster, in milliseconds; -1 when it failed. */
+  async ping(name: string): Promise<number> {
+    try {
+      const client = await this.client(name);
+      const started = performance.now();
+      await client.db('admin').command({ ping: 1 });
+      return performance.now() - started;
+    } catch {
+      return -1;
+    }
+  }
+
   async close(): Promise<void> {
     const all = [...this.clients.values()];
     this.clients.clear();

@@ -1,6 +1,7 @@
-import type { WorkerRegistration, WorkerReport } from '@sync/contracts';
+import type { Progress, WorkerRegistration, WorkerReport } from '@sync/contracts';
 import type { ProgressSnapshot } from '@sync/engine';
-import { mergeInstances } from './merge-instances';
+import { renderProgress } from '@sync/engine';
+import { mergeInstances, type InstanceView } from './merge-instances';
 
 function snapshot(over: Partial<ProgressSnapshot>): ProgressSnapshot {
   return {
@@ -114,7 +115,7 @@ describe('mergeInstances', () => {
     expect(progress.lagTimeSeconds).toBeNull();
     expect(progress.canCommit).toBe(false);
     expect(progress.instances).toContainEqual(
-      expect.objectContaining({ id: 'c', missing: false, progress: null }),
+      expect.objectContaining({ id: 'c', missing: false, status: 'starting', progress: null }),
     );
   });
 
@@ -126,5 +127,111 @@ describe('mergeInstances', () => {
     });
     expect(progress).toMatchObject({ state: 'IDLE', canCommit: false, lagTimeSeconds: null });
     expect(progress.instances).toHaveLength(1);
+  });
+
+  /** A report as a real worker sends it: the rendered progress of its snapshot. */
+  const full = (id: string, at: number, snap: ProgressSnapshot): WorkerReport => ({
+    ...report(id, at, snap),
+    progress: renderProgress(snap),
+  });
+  const instances = (p: Progress) => p.instances as InstanceView[];
+
+  it('gives every instance the whole sync total; their copied bytes never add up above it', () => {
+    const during = mergeInstances({
+      ...base,
+      registrations: [reg('a'), reg('b')],
+      reports: new Map([
+        ['a', full('a', 9_900, snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 900 }))],
+        ['b', full('b', 9_900, snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 1_200 }))],
+      ]),
+    });
+    const after = mergeInstances({
+      ...base,
+      registrations: [reg('a'), reg('b')],
+      reports: new Map([
+        ['a', full('a', 9_900, snapshot({ copiedBytes: 1_000 }))],
+        ['b', full('b', 9_900, snapshot({ copiedBytes: 0 }))],
+      ]),
+    });
+    for (const [view, total] of [
+      [during, 3_000],
+      [after, 1_000],
+    ] as const) {
+      expect(view.collectionCopy?.estimatedTotalBytes).toBe(total);
+      const each = instances(view).map((i) => i.progress!.collectionCopy!);
+      expect(each.map((c) => c.estimatedTotalBytes)).toEqual([total, total]);
+      const sum = each.reduce((n, c) => n + c.estimatedCopiedBytes, 0);
+      expect(sum).toBeLessThanOrEqual(total);
+    }
+    expect(instances(during).map((i) => i.progress!.collectionCopy!.estimatedCopiedBytes)).toEqual([
+      900, 1_200,
+    ]);
+    // Alone, a worker done with its share would report total = its own copied bytes (1 for b).
+    expect(instances(after).map((i) => i.progress!.collectionCopy!.estimatedCopiedBytes)).toEqual([
+      1_000, 0,
+    ]);
+  });
+
+  it('a restarted worker that beats without progress is starting, with its last known figures', () => {
+    const last = snapshot({ copiedBytes: 600 });
+    const progress = mergeInstances({
+      ...base,
+      registrations: [reg('a'), reg('b')],
+      reports: new Map([
+        ['a', full('a', 9_900, snapshot({ copiedBytes: 400 }))],
+        ['b', report('b', 9_800, null)],
+      ]),
+      lastKnown: new Map([['b', { at: 4_000, snapshot: last, progress: renderProgress(last) }]]),
+    });
+    const b = instances(progress).find((i) => i.id === 'b')!;
+    expect(b).toMatchObject({ status: 'starting', missing: false, progressSecondsAgo: 6 });
+    expect(b.progress?.state).toBe('RUNNING');
+    expect(b.reason).toContain('NotReady');
+    expect(progress.canCommit).toBe(false);
+    expect(progress.collectionCopy?.estimatedCopiedBytes).toBe(1_000); // its share stays counted
+  });
+
+  it('a source shard no worker is registered for is a missing instance; canCommit is false', () => {
+    const progress = mergeInstances({
+      ...base,
+      registrations: [reg('a')],
+      reports: new Map([['a', full('a', 9_900, snapshot({}))]]),
+      expectedShards: ['a', 'b'],
+    });
+    expect(progress.canCommit).toBe(false);
+    expect(progress.missingInstances).toEqual(['b']);
+    expect(instances(progress).find((i) => i.id === 'b')).toMatchObject({
+      status: 'missing',
+      progress: null,
+      reason: expect.stringContaining('no worker is registered'),
+    });
+  });
+
+  it('adds the catch-up estimate during change event application and the clusters’ pings', () => {
+    const progress = mergeInstances({
+      ...base,
+      registrations: [reg('a')],
+      reports: new Map([['a', full('a', 9_900, snapshot({}))]]),
+      catchup: new Map([
+        ['', 12],
+        ['a', 12],
+      ]),
+      pings: new Map([
+        ['cluster0', 3.4],
+        ['cluster1', -1],
+      ]),
+    });
+    expect(progress.estimatedSecondsToCEACatchup).toBe(12);
+    expect(progress.source).toEqual({ pingLatencyMs: 3 });
+    expect(progress.destination).toEqual({ pingLatencyMs: -1 });
+    expect(instances(progress)[0].progress?.estimatedSecondsToCEACatchup).toBe(12);
+    const fast = mergeInstances({
+      ...base,
+      registrations: [reg('a')],
+      reports: new Map([['a', full('a', 9_900, snapshot({}))]]),
+      pings: new Map([['cluster0', 0.4]]),
+    });
+    expect(fast.source).toBeUndefined(); // below 1 ms: absent, as in MongoDB's tool
+    expect(fast.estimatedSecondsToCEACatchup).toBeUndefined();
   });
 });

@@ -1,74 +1,184 @@
 import {
   applyProgressRules,
   IDLE_PROGRESS,
+  type LastKnownProgress,
   type Progress,
   type WorkerRegistration,
   type WorkerReport,
 } from '@sync/contracts';
 import { mergeSnapshots, renderProgress, type ProgressSnapshot } from '@sync/engine';
 
+/**
+ * Why an instance shows what it shows:
+ * - `active`: it beat within the stale limit (Redis' clock) and reported its progress;
+ * - `starting`: it beats but has no progress yet (its engine is initializing, e.g. right after a
+ *   restart) — its last known progress is shown, with `progressSecondsAgo`;
+ * - `missing`: no heartbeat within the stale limit, never one, or (a per-shard sync) no worker
+ *   registered for a source shard — its last known progress is shown when there is one.
+ */
+export type InstanceStatus = 'active' | 'starting' | 'missing';
+
 export interface InstanceView {
   id: string;
   shardId: string | null;
-  /** Seconds since its last report (null: it never reported). */
+  status: InstanceStatus;
+  /** Seconds since its last heartbeat, by Redis' clock (null: none known). */
   lastSeenSecondsAgo: number | null;
-  /** No report within the stale limit: down, cut off from Redis, or not started yet. */
+  /** No heartbeat within the stale limit: down, cut off from Redis, or not started yet. */
   missing: boolean;
   /** Commands queued for it and not taken yet (null when unknown). */
   pendingCommands: number | null;
-  /** Its own progress as it last reported it (a missing worker's last known one). */
+  /** Its progress: current when active, else the last known one (null when it never had one). */
   progress: Progress | null;
+  /** Seconds since `progress` was reported, when it is a last known one (status not active). */
+  progressSecondsAgo?: number;
+  /** Why the instance is not active (or why it has no progress). */
+  reason?: string;
   error: { error: string; errorDescription: string } | null;
 }
 
 export interface MergeInputs {
   registrations: readonly WorkerRegistration[];
+  /** Reports with `at` = Redis' time of their heartbeat. */
   reports: ReadonlyMap<string, WorkerReport>;
+  lastKnown?: ReadonlyMap<string, LastKnownProgress>;
   pending?: ReadonlyMap<string, number>;
+  /** Redis' time now (ms): the one clock ages are judged by. */
   now: number;
   staleMs: number;
   syncID: string;
   coordinatorID: string | null;
+  /** A per-shard sync's source shards (a shard nobody registered for is a missing instance). */
+  expectedShards?: readonly string[] | null;
+  /** estimatedSecondsToCEACatchup per instance id, and under '' for the whole sync. */
+  catchup?: ReadonlyMap<string, number>;
+  /** The coordinator's last pings of the clusters by name (ms; -1 = the last ping failed). */
+  pings?: ReadonlyMap<string, number>;
 }
+
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
 
 /**
  * The sync as a whole (SEED-API §2.5 through the engine's mergeSnapshots + renderProgress) plus
- * `instances`, one per registered worker. A worker that stopped reporting keeps its last
- * snapshot in the sums and is marked `missing`; while any worker is missing or has no
- * snapshot, canCommit is false (a commit could not reach it).
+ * `instances`, one per registered worker (and one per source shard no worker serves). A worker
+ * that is not active keeps its last known snapshot in the sums; while any instance is not
+ * active, canCommit is false (a commit could not reach it). `collectionCopy.estimatedTotalBytes`
+ * is the whole sync's total on every instance, `estimatedCopiedBytes` the instance's own share
+ * (as MongoDB's tool reports them: their sum is never above the total).
  */
 export function mergeInstances(inputs: MergeInputs): Progress {
-  const instances: InstanceView[] = inputs.registrations.map((registration) => {
-    const report = inputs.reports.get(registration.id);
-    const age = report ? Math.max(0, inputs.now - report.at) : null;
-    return {
-      id: registration.id,
+  const snapshots = new Map<string, ProgressSnapshot>();
+  const views: InstanceView[] = inputs.registrations.map((registration) => {
+    const id = registration.id;
+    const report = inputs.reports.get(id);
+    const last = inputs.lastKnown?.get(id);
+    const age = report && Number.isFinite(report.at) ? Math.max(0, inputs.now - report.at) : null;
+    const fresh = age !== null && age <= inputs.staleMs;
+    const view: InstanceView = {
+      id,
       shardId: registration.shardId,
-      lastSeenSecondsAgo: age === null ? null : Math.round(age / 100) / 10,
-      missing: age === null || age > inputs.staleMs,
-      pendingCommands: inputs.pending?.get(registration.id) ?? null,
-      progress: report?.progress ? applyProgressRules(report.progress) : null,
+      status: 'active',
+      lastSeenSecondsAgo: age === null ? null : seconds(age),
+      missing: !fresh,
+      pendingCommands: inputs.pending?.get(id) ?? null,
+      progress: null,
       error: report?.error ?? null,
     };
+    const current = report?.progress ? report : null;
+    if (current) {
+      view.progress = applyProgressRules(current.progress!);
+      const snapshot = current.snapshot as ProgressSnapshot | null;
+      if (snapshot) snapshots.set(id, snapshot);
+    } else if (last) {
+      view.progress = applyProgressRules(last.progress);
+      view.progressSecondsAgo = seconds(Math.max(0, inputs.now - last.at));
+      const snapshot = last.snapshot as ProgressSnapshot | null;
+      if (snapshot) snapshots.set(id, snapshot);
+    }
+    if (!fresh) {
+      view.status = 'missing';
+      view.reason =
+        age === null
+          ? 'no heartbeat from this worker is known to Redis'
+          : `no heartbeat for ${seconds(age)} s (stale after ${seconds(inputs.staleMs)} s, by Redis' clock)`;
+      if (current && current.progress) view.progressSecondsAgo = view.lastSeenSecondsAgo!;
+    } else if (!current) {
+      view.status = 'starting';
+      view.reason = `the worker beats but has no progress yet${report?.error ? ` (${report.error.error}: ${report.error.errorDescription})` : ''}${last ? '; its last known progress is shown' : ''}`;
+    }
+    return view;
   });
-  const snapshots = inputs.registrations.flatMap((r) => {
-    const snapshot = inputs.reports.get(r.id)?.snapshot as ProgressSnapshot | null | undefined;
+  for (const shard of inputs.expectedShards ?? []) {
+    if (views.some((v) => v.id === shard)) continue;
+    const last = inputs.lastKnown?.get(shard);
+    if (last?.snapshot) snapshots.set(shard, last.snapshot as ProgressSnapshot);
+    views.push({
+      id: shard,
+      shardId: shard,
+      status: 'missing',
+      lastSeenSecondsAgo: null,
+      missing: true,
+      pendingCommands: null,
+      progress: last ? applyProgressRules(last.progress) : null,
+      ...(last ? { progressSecondsAgo: seconds(Math.max(0, inputs.now - last.at)) } : {}),
+      reason:
+        'no worker is registered for this source shard (never joined, or its registration expired)',
+      error: null,
+    });
+  }
+  const all = [...snapshots.values()].map((s) => ({
+    ...s,
     // A report from a worker of another build may lack newer optional parts: null, not absent.
-    return snapshot ? [{ ...snapshot, verification: snapshot.verification ?? null }] : [];
-  });
-  const merged = mergeSnapshots(snapshots);
+    verification: s.verification ?? null,
+  }));
+  const merged = mergeSnapshots(all);
   const whole = merged ? applyProgressRules(renderProgress(merged)) : { ...IDLE_PROGRESS };
-  const incomplete =
-    instances.some((i) => i.missing) || snapshots.length < inputs.registrations.length;
+  const incomplete = views.some((v) => v.status !== 'active') || snapshots.size < views.length;
   if (incomplete) whole.canCommit = false;
   if (whole.state !== 'IDLE') {
     whole.syncID = inputs.syncID;
     whole.coordinatorID = inputs.coordinatorID;
+    addCatchup(whole, inputs.catchup?.get(''));
+    addPings(whole, inputs.pings);
   }
-  const missing = instances.filter((i) => i.missing).map((i) => i.id);
+  const total = whole.collectionCopy?.estimatedTotalBytes ?? null;
+  for (const view of views) {
+    if (!view.progress) continue;
+    view.progress = { ...view.progress };
+    if (view.status === 'active') addCatchup(view.progress, inputs.catchup?.get(view.id));
+    const own = view.progress.collectionCopy;
+    if (total === null || !own) continue;
+    const copied = snapshots.get(view.id)?.copiedBytes ?? own.estimatedCopiedBytes;
+    view.progress.collectionCopy = {
+      estimatedTotalBytes: total,
+      estimatedCopiedBytes: Math.max(0, Math.min(copied, total)),
+    };
+  }
+  const missing = views.filter((v) => v.missing).map((v) => v.id);
   return {
     ...whole,
     ...(missing.length > 0 ? { missingInstances: missing } : {}),
-    instances,
+    instances: views,
   };
+}
+
+/** MongoDB's tool reports the estimate only during change event application, when known. */
+function addCatchup(progress: Progress, estimate: number | undefined): void {
+  if (estimate === undefined || progress.state !== 'RUNNING') return;
+  if (progress.info !== 'change event application') return;
+  progress.estimatedSecondsToCEACatchup = estimate;
+}
+
+/** `source.pingLatencyMs` / `destination.pingLatencyMs`: absent when unknown or below 1 ms. */
+function addPings(progress: Progress, pings: ReadonlyMap<string, number> | undefined): void {
+  if (!pings || !progress.directionMapping) return;
+  const cluster = (mapping: string) => mapping.split(':')[0];
+  for (const [field, mapping] of [
+    ['source', progress.directionMapping.Source],
+    ['destination', progress.directionMapping.Destination],
+  ] as const) {
+    const ms = pings.get(cluster(mapping));
+    if (ms === undefined || (ms >= 0 && ms < 1)) continue;
+    progress[field] = { pingLatencyMs: ms < 0 ? -1 : Math.round(ms) };
+  }
 }

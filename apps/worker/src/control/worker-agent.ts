@@ -1,6 +1,5 @@
 import {
   ApiError,
-  CONTROL_KEYS,
   CONTROL_PREFIX,
   commandQueueName,
   type CommandJobData,
@@ -12,6 +11,7 @@ import type { SyncEngine } from '@sync/engine';
 import {
   createRedis,
   describeRedisError,
+  publishHeartbeat,
   redisOptions,
   watchOutages,
   type JsonLogger,
@@ -26,6 +26,11 @@ export interface WorkerAgentOptions {
   workerId: string;
   shardId: string | null;
   logger: JsonLogger;
+  /**
+   * This process' wall clock (shifted by CLUSTER_SYNC_TEST_CLOCK_OFFSET_MS in tests). Only
+   * informative: Redis stamps every heartbeat with its own TIME, which the coordinator judges.
+   */
+  wallClock?: () => number;
 }
 
 /**
@@ -43,10 +48,13 @@ export class WorkerAgent {
     return this.engine;
   });
   private url: string | null = null;
-  private readonly registeredAt = Date.now();
+  private readonly registeredAt: number;
+  private readonly wallClock: () => number;
   private closed = false;
 
   constructor(private readonly options: WorkerAgentOptions) {
+    this.wallClock = options.wallClock ?? (() => Date.now());
+    this.registeredAt = this.wallClock();
     this.redis = createRedis(options.redisUrl, 'command', (message) =>
       options.logger.warn(`${message}; the sync goes on, commands wait`),
     );
@@ -75,7 +83,10 @@ export class WorkerAgent {
     this.url = url;
   }
 
-  /** Register (idempotent: Redis may have restarted empty) and publish this worker's report. */
+  /**
+   * Register (idempotent: Redis may have restarted empty, or the coordinator expired this
+   * registration) and publish this worker's report, stamped with Redis' TIME in one script.
+   */
   async heartbeat(): Promise<void> {
     if (this.closed || this.redis.status !== 'ready') return;
     const registration: WorkerRegistration = {
@@ -86,11 +97,7 @@ export class WorkerAgent {
       registeredAt: this.registeredAt,
     };
     try {
-      await this.redis
-        .multi()
-        .hset(CONTROL_KEYS.workers, this.options.workerId, JSON.stringify(registration))
-        .set(CONTROL_KEYS.report(this.options.workerId), JSON.stringify(this.report()))
-        .exec();
+      await publishHeartbeat(this.redis, registration, this.report());
     } catch (error) {
       this.options.logger.debug('heartbeat not published', { error: describeRedisError(error) });
     }
@@ -122,7 +129,7 @@ export class WorkerAgent {
   }
 
   private report(): WorkerReport {
-    const base = { id: this.options.workerId, at: Date.now() };
+    const base = { id: this.options.workerId, at: this.wallClock() };
     const highestEpoch = this.processor.highestEpoch;
     try {
       if (!this.engine) throw new ApiError('NotReady');
