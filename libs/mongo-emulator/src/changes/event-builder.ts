@@ -54,6 +54,7 @@ export function relevance(entry: OplogEntry, spec: ChangeStreamSpec): Relevance 
   }
 
   if (isInternalNs(entry.db, entry.coll)) return 'skip';
+  if (entry.op === 'modify' && modifyDescription(entry) === null) return 'skip';
   if (entry.op === 'dropDatabase') {
     if (scope.kind === 'cluster') return 'event';
     return scope.db === entry.db ? 'invalidating' : 'skip';
@@ -132,8 +133,8 @@ export function buildEvent(
       : { db: entry.db, coll: entry.coll };
   if (CRUD_OPS.has(op)) event.documentKey = entry.documentKey;
   if (spec.showExpandedEvents && !CRUD_OPS.has(op) && op !== 'drop' && op !== 'dropDatabase') {
-    if (entry.operationDescription !== undefined)
-      event.operationDescription = entry.operationDescription;
+    const description = op === 'modify' ? modifyDescription(entry) : entry.operationDescription;
+    if (description) event.operationDescription = description;
   }
   if (op === 'update' && entry.updateDescription) {
     const ud = entry.updateDescription;
@@ -145,10 +146,60 @@ export function buildEvent(
     };
   }
   if (op === 'modify' && entry.stateBeforeChange !== undefined)
-    event.stateBeforeChange = entry.stateBeforeChange;
+    event.stateBeforeChange = stateBeforeChange(entry);
 
   addImages(node, entry, spec, images, event);
   return { event, token, tokenData };
+}
+
+/**
+ * A collMod's `operationDescription` as mongod logs it: hiding a hidden index or un-hiding a
+ * visible one is a no-op, left out of the entry (and `stateBeforeChange.indexOptions`); a
+ * collMod that changes nothing else logs no entry at all — null here, and no event
+ * (MongoDB's jstests on the oplog entries of hidden-index collMods).
+ */
+function modifyDescription(entry: OplogEntry): Document | null | undefined {
+  const description = entry.operationDescription;
+  const index = description?.index as Document | undefined;
+  if (!description || !index || index.hidden === undefined) return description;
+  const before = entry.stateBeforeChange?.indexOptions as Document | undefined;
+  if (before?.hidden === undefined || Boolean(before.hidden) !== Boolean(index.hidden)) {
+    return description;
+  }
+  const { hidden: _hidden, ...rest } = index;
+  const changed = Object.keys(rest).some((k) => k !== 'name' && k !== 'keyPattern');
+  const others = Object.keys(description).some((k) => k !== 'index');
+  if (!changed && !others) return null;
+  const { index: _index, ...collection } = description;
+  return changed ? { ...collection, index: rest } : collection;
+}
+
+/**
+ * `stateBeforeChange` as mongod reports it: `collectionOptions` are the collection's catalog
+ * options, which begin with its `uuid` (CollectionOptions::toBSON); `indexOptions` hold the old
+ * values of what changed (a no-op `hidden` left out, as above).
+ */
+function stateBeforeChange(entry: OplogEntry): Document {
+  const state = entry.stateBeforeChange as Document;
+  const out: Document = {};
+  const options = state.collectionOptions as Document | undefined;
+  if (options !== undefined) {
+    const { uuid: _uuid, ...rest } = options;
+    out.collectionOptions = entry.uuid !== undefined ? { uuid: entry.uuid, ...rest } : rest;
+  }
+  const indexOptions = state.indexOptions as Document | undefined;
+  if (indexOptions !== undefined) {
+    const index = (entry.operationDescription?.index as Document | undefined) ?? {};
+    const kept = { ...indexOptions };
+    if (kept.hidden !== undefined && Boolean(kept.hidden) === Boolean(index.hidden)) {
+      delete kept.hidden;
+    }
+    if (Object.keys(kept).length > 0) out.indexOptions = kept;
+  }
+  for (const [key, value] of Object.entries(state)) {
+    if (key !== 'collectionOptions' && key !== 'indexOptions') out[key] = value;
+  }
+  return out;
 }
 
 function imageSummary(event: Document): string {
