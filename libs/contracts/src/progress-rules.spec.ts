@@ -43,4 +43,30 @@ describe('applyProgressRules', () => {
   it('passes other states through', () => {
     expect(applyProgressRules(running)).toBe(running);
   });
+
+  it('withholds canCommit while the lag is over 30 s (MongoDB’s tool), not at 30 s', () => {
+    const lagged = (seconds: number): Progress => ({
+      ...running,
+      lagTimeSeconds: seconds,
+      lag: { overallLagSeconds: seconds, crudLagSeconds: seconds, ddlLagSeconds: seconds },
+    });
+    expect(applyProgressRules(lagged(31)).canCommit).toBe(false);
+    expect(applyProgressRules(lagged(30)).canCommit).toBe(true);
+    expect(
+      applyProgressRules({ ...running, lag: { overallLagSeconds: 45 } } as Progress).canCommit,
+    ).toBe(false);
+  });
+
+  it('nulls the lag object while PAUSED', () => {
+    const paused = applyProgressRules({
+      ...running,
+      state: 'PAUSED',
+      lag: { overallLagSeconds: 3, crudLagSeconds: 3, ddlLagSeconds: 3 },
+    });
+    expect(paused.lag).toEqual({
+      overallLagSeconds: null,
+      crudLagSeconds: null,
+      ddlLagSeconds: null,
+    });
+  });
 });

@@ -18,6 +18,13 @@ export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
 const IDLE_EXTRAS = new Set(['instances', 'missingInstances']);
 
 /**
+ * MongoDB's tool (1.21) offers no commit while the lag is over 30 s: canCommit is false then,
+ * whatever else says (an engine may use a smaller limit of its own; a merged view of several
+ * workers is held to this one too).
+ */
+export const CAN_COMMIT_MAX_LAG_SECONDS = 30;
+
+/**
  * The state-dependent shape of a progress snapshot (SEED-API.md §3), applied where progress is
  * rendered so no engine detail can break it: IDLE reports only `state` and `canCommit` (false);
  * PAUSED has no lag.
@@ -28,6 +35,16 @@ export function applyProgressRules(progress: Progress): Progress {
     const extras = Object.entries(progress).filter(([key]) => IDLE_EXTRAS.has(key));
     return { ...IDLE_PROGRESS, ...Object.fromEntries(extras) };
   }
-  if (progress.state === 'PAUSED') return { ...progress, lagTimeSeconds: null };
+  if (progress.state === 'PAUSED') {
+    const paused: Progress = { ...progress, lagTimeSeconds: null };
+    if (progress.lag !== undefined)
+      paused.lag = { overallLagSeconds: null, crudLagSeconds: null, ddlLagSeconds: null };
+    return paused;
+  }
+  const lag = progress.lag as { overallLagSeconds?: number | null } | undefined;
+  const worst = Math.max(progress.lagTimeSeconds ?? 0, lag?.overallLagSeconds ?? 0);
+  if (progress.canCommit && worst > CAN_COMMIT_MAX_LAG_SECONDS) {
+    return { ...progress, canCommit: false };
+  }
   return progress;
 }

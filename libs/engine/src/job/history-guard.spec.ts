@@ -58,6 +58,7 @@ describe('HistoryGuard on a sharded source (one oplog window per shard)', () => 
       }),
     ).toBeNull();
     expect(g.warnings).toHaveLength(1);
+    expect(g.oplogTimeRemainingSeconds).toBe(40); // shardB: 100 s of history, 60 s behind
     expect(g.warnings[0]).toMatch(
       /^OplogWindowSmall: .*change history \(shard shardB\) holds only about 100 s/,
     );
@@ -71,5 +72,16 @@ describe('HistoryGuard on a sharded source (one oplog window per shard)', () => 
     });
     expect(g.warnings).toEqual([]);
     expect(await g.check(session(null), { applying: false, lagTimeSeconds: null })).toBeNull();
+  });
+
+  it('while copying, the oplog time remaining is how long T0 stays in the tightest history', async () => {
+    const g = guard();
+    expect(g.oplogTimeRemainingSeconds).toBeNull();
+    // T0 = 1000; shard a holds 500..2000 (T0 stays 500 s more), shard b 900..2000 (100 s more)
+    await g.check(session([window(500, 2_000, 'a'), window(900, 2_000, 'b')]), {
+      applying: false,
+      lagTimeSeconds: null,
+    });
+    expect(g.oplogTimeRemainingSeconds).toBe(100);
   });
 });

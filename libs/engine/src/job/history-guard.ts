@@ -39,6 +39,13 @@ const tsSeconds = (ts: Timestamp) => ts.getHighBits() >>> 0;
 export class HistoryGuard {
   /** Current warnings (progress `warnings`), replaced at every look. */
   warnings: string[] = [];
+  /**
+   * Seconds between the oldest entry of the source's history and the oldest one the sync still
+   * needs (T0 while copying, the resume point while applying), tightest shard, as of the last
+   * look; null before the first look or when the history cannot be read (progress
+   * `estimatedOplogTimeRemaining`).
+   */
+  oplogTimeRemainingSeconds: number | null = null;
   /** Copy rate reference: the first look that saw copied bytes in this process. */
   private rateFrom: { at: number; bytes: number } | null = null;
   private unsupported = false;
@@ -81,6 +88,7 @@ export class HistoryGuard {
     if (!windows || windows.length === 0) {
       this.unsupported = true;
       this.warnings = [];
+      this.oplogTimeRemainingSeconds = null;
       return null;
     }
     // A sharded source: every shard's oplog must keep what the sync needs; the tightest decides.
@@ -134,6 +142,7 @@ export class HistoryGuard {
       const remaining = Math.max(0, (job.estimatedTotalBytes ?? 0) - copied);
       const t0AgeMs = Math.max(0, window.newestWallMs - tsSeconds(t0) * 1000);
       const headroomMs = Math.max(0, windowMs - t0AgeMs);
+      this.oplogTimeRemainingSeconds = seconds(headroomMs);
       if (rate > 0 && remaining > 0) {
         const expectedMs = remaining / rate;
         if (expectedMs > headroomMs * ratio) {
@@ -142,7 +151,10 @@ export class HistoryGuard {
           );
         }
       }
-    } else if (run.applying && run.lagTimeSeconds !== null) {
+    } else {
+      this.oplogTimeRemainingSeconds = seconds(windowMs - (run.lagTimeSeconds ?? 0) * 1000);
+    }
+    if (!t0 && run.applying && run.lagTimeSeconds !== null) {
       if (run.lagTimeSeconds * 1000 > windowMs * ratio) {
         warnings.push(
           `OplogWindowSmall: change application is ${run.lagTimeSeconds} s behind the source and its change history${where} holds only about ${seconds(windowMs)} s; if the lag outgrows it the sync fails with HistoryLost — enlarge the source's oplog (replSetResizeOplog) or reduce its write load`,

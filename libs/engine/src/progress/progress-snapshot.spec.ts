@@ -1,4 +1,9 @@
-import { mergeSnapshots, renderProgress, type ProgressSnapshot } from './progress-snapshot';
+import {
+  describeOplogTimeRemaining,
+  mergeSnapshots,
+  renderProgress,
+  type ProgressSnapshot,
+} from './progress-snapshot';
 
 const base = (overrides: Partial<ProgressSnapshot>): ProgressSnapshot => ({
   state: 'RUNNING',
@@ -106,5 +111,40 @@ describe('progress snapshots', () => {
       samples: [{ namespace: 'shop.items', problems: ['document _id 1 differs'], ids: ['1'] }],
     });
     expect(renderProgress(base({ verification: null }))).not.toHaveProperty('verification');
+  });
+
+  it('render: the lag object beside lagTimeSeconds (CRUD and DDL from one ordered stream)', () => {
+    const progress = renderProgress(base({}));
+    expect(progress.lagTimeSeconds).toBe(2);
+    expect(progress.lag).toEqual({ overallLagSeconds: 2, crudLagSeconds: 2, ddlLagSeconds: 2 });
+    expect(renderProgress(base({ state: 'PAUSED' })).lag).toEqual({
+      overallLagSeconds: null,
+      crudLagSeconds: null,
+      ddlLagSeconds: null,
+    });
+  });
+
+  it('render: estimatedOplogTimeRemaining only while RUNNING and not writable', () => {
+    expect(renderProgress(base({ oplogTimeRemainingSeconds: 5 * 3600 + 59 })).estimatedOplogTimeRemaining).toBe(
+      '5 hours',
+    );
+    expect(renderProgress(base({})).estimatedOplogTimeRemaining).toBe('not checked yet');
+    expect(
+      renderProgress(base({ state: 'COMMITTED', canWrite: true, oplogTimeRemainingSeconds: 9_999 }))
+        .estimatedOplogTimeRemaining,
+    ).toBeUndefined();
+    expect(describeOplogTimeRemaining(14 * 60 + 59)).toBe('less than 15 minutes');
+    expect(describeOplogTimeRemaining(45 * 60)).toBe('45 minutes');
+    expect(describeOplogTimeRemaining(73 * 3600)).toBe('more than 72 hours');
+  });
+
+  it('merge: the tightest oplog decides; unknown everywhere stays unknown', () => {
+    const merged = mergeSnapshots([
+      base({ oplogTimeRemainingSeconds: 7_200 }),
+      base({ oplogTimeRemainingSeconds: 3_600 }),
+      base({ oplogTimeRemainingSeconds: null }),
+    ])!;
+    expect(merged.oplogTimeRemainingSeconds).toBe(3_600);
+    expect(mergeSnapshots([base({}), base({})])!.oplogTimeRemainingSeconds).toBeNull();
   });
 });

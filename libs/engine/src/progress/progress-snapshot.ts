@@ -36,6 +36,22 @@ export interface ProgressSnapshot extends ProgressInputs {
    * that failed transiently and were retried in place: progress `retriedOperations`, when any.
    */
   retriedOperations?: number;
+  /**
+   * Seconds the oldest entry the sync still needs stays ahead of the oldest entry of the
+   * source's history (tightest shard), as of the last look; null when not looked at (yet) or
+   * unreadable: progress `estimatedOplogTimeRemaining`. Absent from older builds' snapshots.
+   */
+  oplogTimeRemainingSeconds?: number | null;
+}
+
+/** MongoDB's tool words the oplog time left as "45 minutes", "12 hours", or these bounds. */
+export function describeOplogTimeRemaining(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return 'not checked yet';
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 15) return 'less than 15 minutes';
+  if (minutes > 72 * 60) return 'more than 72 hours';
+  if (minutes < 120) return `${minutes} minutes`;
+  return `${Math.floor(minutes / 60)} hours`;
 }
 
 export interface SnapshotSources {
@@ -123,6 +139,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
         : [],
     retries: runner?.retries ?? 0,
     retriedOperations: runner?.retriedOperations.total ?? 0,
+    oplogTimeRemainingSeconds: runner?.historyGuard.oplogTimeRemainingSeconds ?? null,
     verification:
       runner?.verification.status(
         job,
@@ -166,6 +183,16 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
   if (snapshot.warnings?.length) progress.warnings = snapshot.warnings;
   if (snapshot.retries) progress.retries = snapshot.retries;
   if (snapshot.retriedOperations) progress.retriedOperations = snapshot.retriedOperations;
+  // MongoDB's tool (1.21) splits the lag: CRUD and DDL events are applied here from one stream
+  // in cluster-time order, so each kind is exactly as far behind as the whole.
+  const lag = progress.lagTimeSeconds;
+  progress.lag = { overallLagSeconds: lag, crudLagSeconds: lag, ddlLagSeconds: lag };
+  // Reported, as by MongoDB's tool, only while RUNNING and before the destination is writable.
+  if (snapshot.state === 'RUNNING' && !snapshot.canWrite) {
+    progress.estimatedOplogTimeRemaining = describeOplogTimeRemaining(
+      snapshot.oplogTimeRemainingSeconds,
+    );
+  }
   return progress;
 }
 
@@ -216,7 +243,14 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
     warnings: [...new Set(snapshots.flatMap((s) => s.warnings ?? []))],
     retries: snapshots.reduce((sum, s) => sum + (s.retries ?? 0), 0),
     retriedOperations: snapshots.reduce((sum, s) => sum + (s.retriedOperations ?? 0), 0),
+    oplogTimeRemainingSeconds: tightest(snapshots.map((s) => s.oplogTimeRemainingSeconds)),
   };
+}
+
+/** The smallest known figure (the tightest oplog decides), null when none is known. */
+function tightest(values: Array<number | null | undefined>): number | null {
+  const known = values.filter((v): v is number => typeof v === 'number');
+  return known.length === 0 ? null : Math.min(...known);
 }
 
 /** Counts add up; the phase is the most telling one (failed, then the least advanced). */

@@ -78,14 +78,64 @@ export function apiSchemas(): Record<string, SchemaObject> {
             'commit completed',
           ],
         }),
-        lagTimeSeconds: nullable({ type: 'number' }),
+        lagTimeSeconds: nullable({
+          type: 'number',
+          description:
+            "Seconds between the source's latest event and the last one applied to the destination (MongoDB's tool now calls it lag.overallLagSeconds; kept). canCommit is false while it is over 30.",
+        }),
+        lag: {
+          type: 'object',
+          description:
+            "The lag as MongoDB's tool (1.21) reports it, beside lagTimeSeconds; absent while IDLE, null values while PAUSED or before change events are applied. CRUD and DDL events are applied from one stream in cluster-time order, so both equal the overall lag. canCommit is false while it is over 30 s.",
+          required: ['overallLagSeconds', 'crudLagSeconds', 'ddlLagSeconds'],
+          properties: {
+            overallLagSeconds: nullable({ type: 'number' }),
+            crudLagSeconds: nullable({ type: 'number' }),
+            ddlLagSeconds: nullable({ type: 'number' }),
+          },
+        },
+        estimatedSecondsToCEACatchup: {
+          type: 'integer',
+          description:
+            'Coordinator only: the estimated seconds change event application still needs to catch up, from how much the lag fell over the last minute (Redis clock); absent outside change event application and while the lag rose or stayed the same.',
+        },
+        estimatedOplogTimeRemaining: {
+          type: 'string',
+          description:
+            "How long the oldest entry the sync still needs (T0 while copying, the resume point while applying) stays ahead of the oldest entry of the source's oplog (tightest shard): \"45 minutes\", \"12 hours\", \"less than 15 minutes\", \"more than 72 hours\" or \"not checked yet\". Only while RUNNING and before canWrite.",
+        },
+        source: {
+          type: 'object',
+          description:
+            "Coordinator only: its last ping of the source cluster, every 10 s; pingLatencyMs absent below 1 ms or before the first ping, -1 when the last one failed.",
+          properties: { pingLatencyMs: { type: 'integer' } },
+        },
+        destination: {
+          type: 'object',
+          description: 'Coordinator only: as source, for the destination cluster.',
+          properties: { pingLatencyMs: { type: 'integer' } },
+        },
+        warnings: {
+          type: 'array',
+          items: { type: 'string' },
+          description:
+            'Conditions that do not stop the sync yet but may (OplogWindowSmall, a balancer running again); absent when none.',
+        },
         totalEventsApplied: nullable({ type: 'integer' }),
         collectionCopy: nullable({
           type: 'object',
           required: ['estimatedTotalBytes', 'estimatedCopiedBytes'],
           properties: {
-            estimatedTotalBytes: { type: 'integer' },
-            estimatedCopiedBytes: { type: 'integer' },
+            estimatedTotalBytes: {
+              type: 'integer',
+              description:
+                "The whole sync's estimated bytes to copy: the same on every instance and in the coordinator's merged view.",
+            },
+            estimatedCopiedBytes: {
+              type: 'integer',
+              description:
+                "Bytes this instance copied (its own share; in the merged view, all instances'): the sum over instances is never above estimatedTotalBytes.",
+            },
           },
         }),
         directionMapping: nullable({
@@ -95,6 +145,45 @@ export function apiSchemas(): Record<string, SchemaObject> {
         }),
         syncID: nullable({ type: 'string' }),
         coordinatorID: nullable({ type: 'string' }),
+        instances: {
+          type: 'array',
+          description:
+            'Coordinator only: one entry per registered worker (and per source shard no worker serves).',
+          items: schemaRef('Instance'),
+        },
+        missingInstances: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Coordinator only: the instances that are missing, when any.',
+        },
+      },
+    },
+    Instance: {
+      type: 'object',
+      required: ['id', 'shardId', 'status', 'missing', 'lastSeenSecondsAgo', 'progress'],
+      additionalProperties: true,
+      properties: {
+        id: { type: 'string' },
+        shardId: nullable({ type: 'string' }),
+        status: {
+          type: 'string',
+          enum: ['active', 'starting', 'missing'],
+          description:
+            "active: it beat within CLUSTER_SYNC_WORKER_STALE_MS and reported progress; starting: it beats but has no progress yet (its last known progress is shown); missing: no heartbeat within the stale limit, or no worker registered for a source shard. Ages by Redis' clock.",
+        },
+        missing: { type: 'boolean' },
+        lastSeenSecondsAgo: nullable({ type: 'number' }),
+        pendingCommands: nullable({ type: 'integer' }),
+        progress: {
+          allOf: [schemaRef('Progress')],
+          nullable: true,
+          description: 'Current when active, else the last known one (null when none).',
+        },
+        progressSecondsAgo: {
+          type: 'number',
+          description: 'Age of progress when it is a last known one.',
+        },
+        reason: { type: 'string', description: 'Why the instance is not active.' },
       },
     },
   };
