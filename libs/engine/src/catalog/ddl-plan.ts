@@ -46,7 +46,10 @@ const name = (r: NamespaceRecord): Namespace => ({ db: r.database, coll: r.colle
  * - rename within the filter: renamed on the destination (a target it replaces is dropped);
  *   out of the filter: dropped; into the filter, or across databases (where MongoDB gives the
  *   target a new UUID): the target is described from the source and copied;
- * - createIndexes / dropIndexes / collMod: applied unless older than the record's listing;
+ * - createIndexes / dropIndexes / collMod: applied unless older than the record's listing time.
+ *   Indexes are read after that time, so the DDL in between is both listed and replayed: each
+ *   is applied as of its event (a createIndexes replaces a stale index of its name or identity,
+ *   a drop of a missing index is done), and the stream order ends with the source's definition;
  * - shardCollection: the destination collection is sharded with the same key (if sharded).
  */
 export async function planDdl(event: ChangeEvent, ctx: DdlPlanContext): Promise<DdlPlan | null> {
