@@ -112,10 +112,11 @@ export async function startCoordinatedWorker(
   cluster1: string,
   redisUrl: string,
   id: string,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<StartedApp> {
   const args = [WORKER, '--cluster0', cluster0, '--cluster1', cluster1, '--port', '0'];
   args.push('--redis', redisUrl, '--id', id);
-  const worker = spawnProcess('node', args);
+  const worker = spawnProcess('node', args, env);
   const listening = await worker.waitForJsonLine((r) => r.msg === 'worker listening');
   return { process: worker, api: new WorkerApi(listening.url as string) };
 }
