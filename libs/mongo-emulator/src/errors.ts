@@ -94,6 +94,8 @@ export const ErrorCodes = {
   NamespaceNotSharded: 118,
   ConflictingOperationInProgress: 117,
   ShardNotFound: 70,
+  // Multi-document transactions.
+  TransactionCommitted: 256,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

@@ -26,6 +26,10 @@ export interface ReplicaSetOptions {
   cursorTimeoutMs?: number;
   /** Cluster clock shared with other replica sets (the shards of a sharded cluster). */
   clock?: ClusterClock;
+  /** mongod's transactionLifetimeLimitSeconds (default 60). */
+  transactionLifetimeLimitSeconds?: number;
+  /** mongod's maxNumberOfTransactionOperationsInSingleOplogEntry (default unlimited). */
+  maxTransactionOpsPerOplogEntry?: number;
 }
 
 export interface EmulatedReplicaSet {
@@ -53,6 +57,8 @@ export async function startReplicaSet(
     users: options.users ?? [],
     noopIntervalMs,
     ...(options.clock ? { clock: options.clock } : {}),
+    transactionLifetimeLimitSeconds: options.transactionLifetimeLimitSeconds,
+    maxTransactionOpsPerOplogEntry: options.maxTransactionOpsPerOplogEntry,
   });
   const server = new WireServer(new NodeCommandExecutor(node), {
     host: bindHost,
@@ -82,6 +88,7 @@ export async function startReplicaSet(
     stop(): Promise<void> {
       stopped ??= (async () => {
         maintenance.stop();
+        node.transactions.stop();
         await server.close();
         node.cursors.closeAll();
         node.failPoints.offAll();

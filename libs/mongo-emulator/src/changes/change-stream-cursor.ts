@@ -23,6 +23,7 @@ import {
 import { buildEvent, buildInvalidate, relevance, tokenDataForEntry } from './event-builder';
 import { PreImageTracker } from './images';
 import { UserPipeline } from './user-pipeline';
+import { transactionEvent, transactionTokenData, unwindTransaction } from './transaction-events';
 
 /** mongod's default wait for awaitData getMores without maxTimeMS. */
 export const DEFAULT_AWAIT_MS = 1000;
@@ -207,6 +208,7 @@ export class ChangeStreamCursor implements ServerCursor {
 
   /** Turns one oplog entry into 0..2 queued events (the event, then an invalidate). */
   private process(entry: OplogEntry): void {
+    if (entry.op === 'applyOps') return this.processTransaction(entry);
     this.images.observe(entry);
     const rel = relevance(entry, this.spec);
     if (rel === 'skip') return;
@@ -236,6 +238,35 @@ export class ChangeStreamCursor implements ServerCursor {
       const inv = buildInvalidate(entry, built.tokenData);
       this.enqueue(inv.event, inv.token);
       this.invalidated = true;
+    }
+  }
+
+  /**
+   * A committed transaction (its last applyOps entry): one event per operation in the stream's
+   * scope, all at the commit's time, each token carrying its `txnOpIndex`, so a stream resumed
+   * from the k-th event returns the ones after it. Partial entries and aborted transactions
+   * (which write nothing) yield no event.
+   */
+  private processTransaction(entry: OplogEntry): void {
+    for (const op of unwindTransaction(entry)) {
+      this.images.observe(op);
+      if (relevance(op, this.spec) === 'skip') continue;
+      const built = transactionEvent(buildEvent(this.node, op, this.spec, this.images), op);
+      if (this.mustFind) {
+        const wanted = this.mustFind;
+        const data = transactionTokenData(tokenDataForEntry(op, wanted.data.version), op);
+        const cmp = compareTokens(encodeResumeToken(data), wanted.token);
+        if (cmp > 0) {
+          throw new CommandError(
+            'ChangeStreamFatalError',
+            `cannot resume stream; the resume token was not found. ${tokenToString(built.token)}`,
+            { labels: [NON_RESUMABLE_LABEL] },
+          );
+        }
+        if (cmp === 0) this.mustFind = undefined;
+        continue;
+      }
+      this.enqueue(built.event, built.token);
     }
   }
 

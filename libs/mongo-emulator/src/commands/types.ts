@@ -1,6 +1,7 @@
 import type { Document, Long } from 'bson';
 import type { ReplicaSetNode } from '../node/replica-set-node';
 import type { ReadConcernArgs } from '../server/read-concern';
+import type { Transaction } from '../transactions/transaction';
 
 /** A user after authentication: the roles come from the launch configuration. */
 export interface AuthenticatedUser {
@@ -42,6 +43,11 @@ export interface CommandContext {
   readonly session?: CommandSession;
   /** The parsed `readConcern`, for commands defined with `readConcern: true`. */
   readonly readConcern?: ReadConcernArgs;
+  /**
+   * The multi-document transaction the command runs in (`autocommit: false`). `node` is then
+   * the transaction's view of the node: its catalog reads the transaction's snapshot.
+   */
+  readonly txn?: Transaction;
 }
 
 /**

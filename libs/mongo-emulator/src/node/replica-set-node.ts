@@ -7,6 +7,7 @@ import { SessionRegistry } from '../server/sessions';
 import { FailPointRegistry } from '../server/fail-points';
 import { UserRegistry, type UserSpec } from '../auth/user-registry';
 import { CommandRegistry, defaultCommandRegistry } from '../commands/registry';
+import { TransactionManager } from '../transactions/manager';
 
 export interface ReplicaSetNodeOptions {
   /** Replica set name reported by hello (`setName`). */
@@ -19,6 +20,14 @@ export interface ReplicaSetNodeOptions {
   noopIntervalMs?: number;
   /** A clock shared with other nodes (the shards of one emulated cluster share cluster time). */
   clock?: ClusterClock;
+  /** mongod's transactionLifetimeLimitSeconds (default 60). */
+  transactionLifetimeLimitSeconds?: number;
+  /**
+   * mongod's maxNumberOfTransactionOperationsInSingleOplogEntry: a committed transaction with
+   * more operations is written as a chain of partialTxn applyOps entries (default: unlimited,
+   * so only the 16 MiB entry size splits).
+   */
+  maxTransactionOpsPerOplogEntry?: number;
 }
 
 export const DEFAULT_HISTORY_SIZE = 1_000_000;
@@ -42,6 +51,7 @@ export class ReplicaSetNode {
   readonly sessions = new SessionRegistry();
   readonly failPoints = new FailPointRegistry();
   readonly users: UserRegistry;
+  readonly transactions: TransactionManager;
   readonly commands: CommandRegistry = defaultCommandRegistry();
   /** `setUserWriteBlockMode {global}` state. */
   userWriteBlocking = false;
@@ -63,6 +73,7 @@ export class ReplicaSetNode {
     this.oplog.append({ op: 'noop', db: '', o: { msg: 'initiating set' } });
     this.catalog = new Catalog(this);
     this.users = new UserRegistry(options.users ?? []);
+    this.transactions = new TransactionManager(this, options);
   }
 
   get authEnabled(): boolean {

@@ -23,6 +23,7 @@ export type OplogOp =
   | 'rename'
   | 'dropDatabase'
   | 'shardCollection'
+  | 'applyOps'
   | 'noop';
 
 /**
@@ -49,6 +50,11 @@ export type OplogOp =
  * - rename: to = target namespace; operationDescription `{to: {db, coll}, dropTarget?: uuid}`.
  * - dropDatabase: db only.
  * - noop: periodic no-op or appendOplogNote; `o` holds the message. Never a change event.
+ * - applyOps: a committed multi-document transaction (db `admin`), as mongod writes it: the
+ *   operations in `applyOps` (insert/update/replace/delete entries without ts), `lsid`,
+ *   `txnNumber`, `prevOpTime`; a large transaction is several entries chained by `prevOpTime`,
+ *   all but the last with `partialTxn: true`, the last with `count` and `txnPrefix` (the
+ *   partial entries, oldest first). Change streams unwind the last one (see changes/).
  */
 export interface OplogEntry {
   ts: Timestamp;
@@ -80,12 +86,24 @@ export interface OplogEntry {
    * snapshot can put its earlier version back in natural order.
    */
   rid?: number;
+  /** applyOps: the transaction's operations held by this entry. */
+  applyOps?: NewOplogEntry[];
+  /** applyOps: set on every entry of a multi-entry transaction but the last. */
+  partialTxn?: boolean;
+  /** applyOps: on the last entry of a multi-entry transaction, the number of operations. */
+  count?: number;
+  /** applyOps: the previous entry of the transaction (`{ts: Timestamp(0, 0), t: -1}` for the first). */
+  prevOpTime?: { ts: Timestamp; t: Long };
+  /** applyOps: on the last entry of a multi-entry transaction, its partial entries in order. */
+  txnPrefix?: OplogEntry[];
+  /** Set only on the per-operation entries a change stream unwinds from a transaction. */
+  txnOpIndex?: number;
 }
 
 export type NewOplogEntry = Omit<OplogEntry, 'ts' | 'wallMs'>;
 
 /** The document before an update/replace/delete (decoded copy); undefined for other ops. */
-export function preImageOf(entry: OplogEntry): Document | undefined {
+export function preImageOf(entry: Pick<OplogEntry, 'preImage'>): Document | undefined {
   return entry.preImage && decodeExact(entry.preImage);
 }
 

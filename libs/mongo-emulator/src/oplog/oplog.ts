@@ -214,6 +214,12 @@ const OPTIONAL_FIELDS: Record<Exclude<keyof NewOplogEntry, 'op' | 'db'>, true> =
   fromMigrate: true,
   o: true,
   rid: true,
+  applyOps: true,
+  partialTxn: true,
+  count: true,
+  prevOpTime: true,
+  txnPrefix: true,
+  txnOpIndex: true,
 };
 const OPTIONAL_FIELD_NAMES = Object.keys(OPTIONAL_FIELDS) as Array<keyof typeof OPTIONAL_FIELDS>;
 

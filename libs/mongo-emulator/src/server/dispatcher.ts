@@ -79,6 +79,32 @@ interface RunState {
   readConcern?: ReadConcernArgs;
   /** Newest oplog time when the command body started; a change means the command wrote. */
   baseline?: Timestamp;
+  /** The command carried `autocommit` (it is part of a multi-document transaction). */
+  inTransaction?: boolean;
+}
+
+/** Codes mongod counts as retriable (ErrorCodes::isRetriableError: network, not primary, ...). */
+const RETRIABLE_CODES = RETRYABLE_WRITE_CODES;
+/** Snapshot errors (SnapshotTooOld, SnapshotUnavailable, StaleChunkHistory, MigrationConflict). */
+const SNAPSHOT_CODES = new Set([239, 246, 249]);
+
+function isCommitOrAbort(name: string | undefined): boolean {
+  return name === 'commitTransaction' || name === 'abortTransaction';
+}
+
+/**
+ * mongod's isTransientTransactionError (error_labels.cpp): WriteConflict, LockTimeout,
+ * PreparedTransactionInProgress and snapshot errors always; NoSuchTransaction on commit/abort
+ * only without a write concern error; on other commands also retriable errors.
+ */
+function isTransientTransactionError(
+  code: number,
+  hasWce: boolean,
+  commitOrAbort: boolean,
+): boolean {
+  if (code === 112 || code === 24 || code === 267 || SNAPSHOT_CODES.has(code)) return true;
+  if (commitOrAbort) return code === ErrorCodes.NoSuchTransaction && !hasWce;
+  return RETRIABLE_CODES.has(code) || code === ErrorCodes.NoSuchTransaction;
 }
 
 /** True for `$out`/`$merge` aggregations, which take a write concern. */
@@ -153,10 +179,18 @@ export class NodeCommandExecutor implements CommandExecutor {
     if (state.explicitLabels) {
       if (state.explicitLabels.length) reply.errorLabels = [...state.explicitLabels];
       else delete reply.errorLabels;
-    } else if (this.isRetryableWrite(state) && RETRYABLE_WRITE_CODES.has(reply.code as number)) {
+    } else {
       const labels = new Set<string>((reply.errorLabels as string[] | undefined) ?? []);
-      labels.add('RetryableWriteError');
-      reply.errorLabels = [...labels];
+      const code = reply.code as number;
+      if (this.isRetryableWrite(state) && RETRYABLE_WRITE_CODES.has(code))
+        labels.add('RetryableWriteError');
+      if (state.inTransaction) {
+        const commitOrAbort = isCommitOrAbort(state.def?.name);
+        if (commitOrAbort && RETRYABLE_WRITE_CODES.has(code)) labels.add('RetryableWriteError');
+        if (isTransientTransactionError(code, reply.writeConcernError !== undefined, commitOrAbort))
+          labels.add('TransientTransactionError');
+      }
+      if (labels.size) reply.errorLabels = [...labels];
     }
     return reply;
   }
@@ -229,12 +263,9 @@ export class NodeCommandExecutor implements CommandExecutor {
 
     const failOutcome = await this.evaluateFailCommand(requestedName, def, conn, state);
 
-    if (body.startTransaction !== undefined || body.autocommit !== undefined) {
-      throw new CommandError(
-        'OperationNotSupportedInTransaction',
-        'Multi-document transactions are not supported by the MongoDB emulator',
-      );
-    }
+    // Multi-document transactions: `autocommit: false` (+ `startTransaction: true` first).
+    state.inTransaction = body.autocommit !== undefined;
+    const txn = node.transactions.forCommand(def, body, session);
 
     // Write blocking: mongod refuses user writes unless the client may bypass. With access
     // control disabled every client has all privileges, so every client bypasses.
@@ -248,25 +279,51 @@ export class NodeCommandExecutor implements CommandExecutor {
     const startedAt = Date.now();
     const maxTimeMS = asNumber(body.maxTimeMS);
     let readConcern: ReadConcernArgs | undefined;
-    if (def.readConcern) {
+    if (txn) {
+      // Only the first command carries the transaction's readConcern; afterClusterTime is
+      // waited for before the snapshot is taken (on the command's first read or write).
+      const rc = body.startTransaction === true ? parseReadConcern(body.readConcern) : undefined;
+      if (rc) await waitForReadConcern(node, rc, { maxTimeMS, signal: conn.closed });
+    } else if (def.readConcern) {
       readConcern = parseReadConcern(body.readConcern);
       state.readConcern = readConcern;
       if (readConcern)
         await waitForReadConcern(node, readConcern, { maxTimeMS, signal: conn.closed });
     }
 
+    const commitOrAbort = isCommitOrAbort(def.name);
     const ctx: CommandContext = {
-      node,
+      // Inside a transaction the command sees the transaction's snapshot of the catalog.
+      node: txn && !commitOrAbort ? txn.node : node,
       conn,
       db,
       cmd: body,
       name: def.name,
       session,
       ...(readConcern ? { readConcern } : {}),
+      ...(txn ? { txn } : {}),
     };
     state.baseline = node.oplog.newest()?.ts;
     let reply: Document;
-    if (def.retryableWrite && session?.txnNumber !== undefined) {
+    if (txn) {
+      try {
+        reply = { ...(await def.run(ctx)) };
+      } catch (err) {
+        // A failed statement aborts the transaction (later commands get NoSuchTransaction).
+        if (!commitOrAbort) txn.abort();
+        throw err;
+      }
+      if (!commitOrAbort && Array.isArray(reply.writeErrors) && reply.writeErrors.length) {
+        txn.abort();
+        // mongod rethrows a WriteConflict inside a transaction as the command's error (so it
+        // gets the TransientTransactionError label), not as a write error.
+        const conflict = (reply.writeErrors as Document[]).find((e) => e.code === 112);
+        if (conflict) throw new CommandError('WriteConflict', String(conflict.errmsg));
+      }
+      this.stats.countDocuments(def.name, body, reply);
+      // Statements inside a transaction take no write concern: the commit does.
+      if (!commitOrAbort) return this.applyWriteConcernFailure(reply, failOutcome, state);
+    } else if (def.retryableWrite && session?.txnNumber !== undefined) {
       reply = await this.runRetryable(def, ctx, session);
     } else {
       reply = { ...(await def.run(ctx)) };
@@ -274,7 +331,9 @@ export class NodeCommandExecutor implements CommandExecutor {
     }
     if (
       asNumber(reply.ok) !== 0 &&
-      (def.access === 'write' || (def.name === 'aggregate' && isWritingAggregate(body)))
+      (def.access === 'write' ||
+        commitOrAbort ||
+        (def.name === 'aggregate' && isWritingAggregate(body)))
     ) {
       const wce = await waitForWriteConcern(node, effectiveWriteConcern(body), {
         maxTimeMS,

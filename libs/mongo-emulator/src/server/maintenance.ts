@@ -50,6 +50,9 @@ export class NodeMaintenance {
   reap(now = Date.now()): void {
     this.node.cursors.reapIdle(this.options.cursorTimeoutMs, now);
     const expired = this.node.sessions.reapExpired(now);
-    if (expired.size) this.node.cursors.killForSessions(expired);
+    if (expired.size) {
+      this.node.cursors.killForSessions(expired);
+      this.node.transactions.endSessions(expired);
+    }
   }
 }

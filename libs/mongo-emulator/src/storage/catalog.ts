@@ -410,9 +410,14 @@ export class Catalog {
           }
           for (const rid of expired) {
             const rec = coll.record(rid);
-            if (rec) {
+            if (!rec) continue;
+            try {
               coll.delete(rec);
               removed++;
+            } catch (err) {
+              // A document an open transaction wrote: mongod's TTL monitor skips it on a
+              // WriteConflict and tries again on its next pass.
+              if (!(err instanceof CommandError) || err.code !== 112) throw err;
             }
           }
         }

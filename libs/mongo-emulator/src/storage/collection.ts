@@ -19,6 +19,11 @@ export interface WriteOptions {
   fromMigrate?: boolean;
   /** `bypassDocumentValidation: true` on the command. */
   bypassValidation?: boolean;
+  /**
+   * Inside a multi-document transaction: the entry goes to the transaction (which writes its
+   * applyOps at commit) instead of the oplog.
+   */
+  sink?: (entry: NewOplogEntry) => void;
 }
 
 /** Counters that tests and explain use to check a plan touched only what it should. */
@@ -205,6 +210,7 @@ export class Collection {
    * insert entry, then evicts from a capped collection.
    */
   insert(doc: Document, opts: WriteOptions = {}): StoredRecord {
+    if (!opts.sink) this.catalog.node.transactions.assertNotLocked(this, doc._id);
     this.validate(doc, undefined, opts);
     const rid = this.nextRid;
     const keys = this.keysFor(doc);
@@ -233,6 +239,7 @@ export class Collection {
     opts: WriteOptions = {},
   ): StoredRecord {
     const before = rec.doc;
+    if (!opts.sink) this.catalog.node.transactions.assertNotLocked(this, before._id);
     this.validate(after, before, opts);
     const oldKeys = this.keysFor(before);
     const newKeys = this.keysFor(after);
@@ -269,6 +276,7 @@ export class Collection {
     const current = this.records.get(rec.rid);
     if (!current) return;
     const doc = current.doc;
+    if (!opts.sink) this.catalog.node.transactions.assertNotLocked(this, doc._id);
     const keys = this.keysFor(doc);
     for (let i = 0; i < this.indexes.length; i++) this.indexes[i].remove(rec.rid, keys[i]);
     this.records.delete(rec.rid);
@@ -350,7 +358,8 @@ export class Collection {
     // value) must not be views of its message buffer.
     if (full.documentKey) full.documentKey = detach(full.documentKey);
     if (full.updateDescription) full.updateDescription = detach(full.updateDescription);
-    this.catalog.node.oplog.append(full);
+    if (opts.sink) opts.sink(full);
+    else this.catalog.node.oplog.append(full);
   }
 
   /** `{<shard key fields>..., _id}` from the written document (missing fields are left out). */

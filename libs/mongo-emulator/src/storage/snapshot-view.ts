@@ -2,7 +2,8 @@ import BTree from 'sorted-btree';
 import type { Document, Timestamp } from 'bson';
 import { compareValues } from '../bson/compare';
 import type { Oplog } from '../oplog/oplog';
-import { preImageOf } from '../oplog/oplog-entry';
+import { preImageOf, type OplogEntry } from '../oplog/oplog-entry';
+import { transactionOperations } from '../transactions/transaction';
 import type { Collection } from './collection';
 
 interface Touched {
@@ -41,7 +42,16 @@ export function documentsAtCommittedSnapshot(
 export function documentsAt(oplog: Oplog, coll: Collection, at: Timestamp): Document[] | undefined {
   const uuid = coll.uuid.buffer;
   const touched = new BTree<unknown, Touched>(undefined, (a, b) => compareValues(a, b));
-  for (const entry of oplog.entriesAfter(at)) {
+  // A committed transaction's operations are in its last applyOps entry.
+  const operations = function* (): Generator<
+    Pick<OplogEntry, 'op' | 'uuid' | 'documentKey' | 'preImage' | 'rid'>
+  > {
+    for (const entry of oplog.entriesAfter(at)) {
+      if (entry.op === 'applyOps') yield* transactionOperations(entry);
+      else yield entry;
+    }
+  };
+  for (const entry of operations()) {
     const op = entry.op;
     if (op !== 'insert' && op !== 'update' && op !== 'replace' && op !== 'delete') continue;
     if (!entry.uuid || !entry.documentKey || !sameBytes(entry.uuid.buffer, uuid)) continue;

@@ -19,6 +19,8 @@ function sessionKeys(ctx: CommandContext, field: string): string[] {
 
 function endSessions(ctx: CommandContext, keys: string[]): void {
   ctx.node.cursors.killForSessions(new Set(keys));
+  // Ending a session aborts its open transaction.
+  ctx.node.transactions.endSessions(keys);
   ctx.node.sessions.end(keys);
 }
 
@@ -119,15 +121,27 @@ export const controlCommands: CommandDefinition[] = [
       return { id: { id }, timeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES, ok: 1 };
     },
   },
-  ...['commitTransaction', 'abortTransaction'].map((name): CommandDefinition => ({
-    name,
+  {
+    name: 'commitTransaction',
     access: 'authenticated',
     adminOnly: true,
-    run() {
-      throw new CommandError(
-        'NoSuchTransaction',
-        'Multi-document transactions are not supported by the MongoDB emulator',
-      );
+    run(ctx) {
+      const txn = ctx.txn;
+      if (!txn) throw new CommandError('NoSuchTransaction', 'no transaction to commit');
+      // A retried commit of a committed transaction answers success again.
+      if (txn.state === 'inProgress') txn.commit();
+      return { ok: 1 };
     },
-  })),
+  },
+  {
+    name: 'abortTransaction',
+    access: 'authenticated',
+    adminOnly: true,
+    run(ctx) {
+      const txn = ctx.txn;
+      if (!txn) throw new CommandError('NoSuchTransaction', 'no transaction to abort');
+      txn.abort();
+      return { ok: 1 };
+    },
+  },
 ];

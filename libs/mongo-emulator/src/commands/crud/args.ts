@@ -152,7 +152,10 @@ export function typeOf(v: unknown): BsonTypeName {
 /** Oplog/session data and validation bypass for writes made by this command. */
 export function writeOptions(ctx: CommandContext): WriteOptions {
   const opts: WriteOptions = {};
-  if (ctx.session) {
+  if (ctx.txn) {
+    // A transaction's operations carry no lsid/txnNumber: its applyOps entry does.
+    opts.sink = ctx.txn.sink;
+  } else if (ctx.session) {
     opts.lsid = ctx.session.lsid;
     if (ctx.session.txnNumber) opts.txnNumber = ctx.session.txnNumber;
   }

@@ -1,5 +1,6 @@
 import { Long, type Document } from 'bson';
 import type { Oplog } from '../../oplog/oplog';
+import { decodeExact } from '../../bson/codec';
 import type { OplogEntry } from '../../oplog/oplog-entry';
 import { TERM } from '../admin/hello';
 
@@ -45,11 +46,35 @@ function toOplogRs(entry: OplogEntry): Document {
           : `${entry.db}.${entry.coll}`,
   };
   if (entry.uuid) doc.ui = entry.uuid;
-  doc.o = entry.o ?? entry.documentKey ?? {};
+  if (entry.op === 'applyOps') {
+    // A transaction: `o: {applyOps: [...], partialTxn?, count?}`, then lsid, txnNumber and the
+    // previous entry of the transaction (mongod's MutableOplogEntry for an unprepared commit).
+    const o: Document = {
+      applyOps: (entry.applyOps ?? []).map((inner) => {
+        const innerOp = OP_CODES[inner.op] ?? 'c';
+        const d: Document = { op: innerOp, ns: `${inner.db}.${inner.coll}` };
+        if (inner.uuid) d.ui = inner.uuid;
+        d.o =
+          inner.op === 'insert' && inner.postImage
+            ? decodeExact(inner.postImage)
+            : (inner.documentKey ?? {});
+        if (innerOp === 'u') d.o2 = inner.documentKey;
+        return d;
+      }),
+    };
+    if (entry.partialTxn) o.partialTxn = true;
+    if (entry.count !== undefined) o.count = Long.fromNumber(entry.count);
+    doc.o = o;
+  } else doc.o = entry.o ?? entry.documentKey ?? {};
   doc.ts = entry.ts;
   doc.t = TERM;
   doc.v = Long.fromNumber(2);
   doc.wall = new Date(entry.wallMs);
   if (entry.fromMigrate) doc.fromMigrate = true;
+  if (entry.op === 'applyOps') {
+    doc.lsid = entry.lsid;
+    doc.txnNumber = entry.txnNumber;
+    doc.prevOpTime = entry.prevOpTime;
+  }
   return doc;
 }
