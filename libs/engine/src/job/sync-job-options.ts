@@ -32,7 +32,7 @@ export interface SyncJobOptions {
   /** Embedded verifier tuning (ranges digested at once, live re-check pause). */
   verification?: Pick<
     VerificationOptions,
-    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'limits' | 'retry'
+    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'settleMs' | 'limits' | 'retry'
   >;
   /** Called when the sync fails for good (the process stays up; progress shows the failure). */
   onFatal?: (error: Error) => void;

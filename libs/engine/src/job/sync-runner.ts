@@ -55,7 +55,7 @@ export interface SyncRunnerOptions {
   /** Embedded verifier tuning (parallel ranges, live re-check pause). */
   verification?: Pick<
     VerificationOptions,
-    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'limits' | 'retry'
+    'concurrency' | 'recheckMs' | 'caughtUpMs' | 'settleMs' | 'limits' | 'retry'
   >;
 }
 

@@ -262,16 +262,26 @@ export class DirtyTracker {
 
   /**
    * What a check reads now. `all` (the commit's final pass): every range not known equal and
-   * every dirty `_id`. Otherwise (live): what was written since it was last checked, and what
-   * differed, again after a pause growing from `recheckMs` to 60 s. An `_id` whose range is read
+   * every dirty `_id`. Otherwise (live): what was written since it was last checked (once its
+   * oldest unchecked write is `settleMs` old: a hot document is read at most once per `settleMs`),
+   * and what differed, again after a pause growing from `recheckMs` to 60 s. An `_id` whose range is read
    * whole is covered by that range.
    */
-  plan(options: { all: boolean; full?: boolean; recheckMs: number }): NamespaceWork[] {
+  plan(options: {
+    all: boolean;
+    full?: boolean;
+    recheckMs: number;
+    /** Live: a write is checked once its oldest unchecked write is this old (default 0). */
+    settleMs?: number;
+  }): NamespaceWork[] {
     const now = this.now();
+    const settle = options.settleMs ?? 0;
     const due = (m: Mark) =>
       options.all ||
-      pending(m) ||
-      now - m.checkedAt >= Math.min(60_000, options.recheckMs * 2 ** Math.max(0, m.differs - 1));
+      (pending(m)
+        ? now - m.markedAt >= settle
+        : now - m.checkedAt >=
+          Math.min(60_000, options.recheckMs * 2 ** Math.max(0, m.differs - 1)));
     const work: NamespaceWork[] = [];
     for (const state of this.namespaces()) {
       if (!state.ranges) continue;

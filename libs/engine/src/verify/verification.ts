@@ -101,6 +101,11 @@ export interface VerificationOptions {
   recheckMs?: number;
   /** canCommit waits while a write older than this has not been checked (default 5 s). */
   caughtUpMs?: number;
+  /**
+   * The live pass checks a written document once its oldest unchecked write is this old
+   * (default 1 s): a document written many times a second is read once a second at most.
+   */
+  settleMs?: number;
   /** Bounds of the dirty set (see DirtyLimits). */
   limits?: DirtyLimits;
   /** Transient read failures retried in place (tests shorten the backoff). */
@@ -334,7 +339,11 @@ export class Verification {
       const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
       return state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause;
     });
-    const work = this.tracker.plan({ all: false, recheckMs: this.recheckMs });
+    const work = this.tracker.plan({
+      all: false,
+      recheckMs: this.recheckMs,
+      settleMs: this.options.settleMs ?? 1_000,
+    });
     if (metadata.length > 0 || work.length > 0) {
       await this.check('live', session, targets, metadata, work, signal, undefined, yieldTo);
     }

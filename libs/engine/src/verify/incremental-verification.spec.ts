@@ -1,0 +1,242 @@
+import { Int32, type Document } from 'bson';
+import { documentIdentity } from '../apply/doc-key';
+import type { JobSession } from '../job/job-session';
+import { systemClock, type Clock } from '../ports/clock';
+import type { EngineLogger } from '../ports/engine-logger';
+import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
+import { Verification, VerificationFailedError } from './verification';
+
+const logger: EngineLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+} as unknown as EngineLogger;
+
+const docs = (n: number): Document[] =>
+  Array.from({ length: n }, (_, i) => ({ _id: i, n: new Int32(i), s: `v${i}` }));
+
+/** Two clusters with shop.items (100 documents in 4 copy partitions) and a session over them. */
+function setup(request: Partial<JobRecord['request']> = {}) {
+  const src = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+  const dst = new FakeCluster('cluster1', replicaSet('rsB', 'b:1'));
+  for (const cluster of [src, dst]) cluster.seed('shop', 'items', docs(100));
+  const record = {
+    key: 'items-key',
+    database: 'shop',
+    collection: 'items',
+    type: 'collection',
+    options: {},
+    indexes: [],
+    relaxedIndexes: [],
+    estimatedBytes: 4_000,
+    estimatedCount: 100,
+    capped: false,
+    copy: 'done',
+    partitionSet: 1,
+  } as unknown as NamespaceRecord;
+  const bounds = [
+    [undefined, 25],
+    [25, 50],
+    [50, 75],
+    [75, undefined],
+  ] as const;
+  const partitions = bounds.map(
+    ([min, max], index) =>
+      ({
+        key: record.key,
+        set: 1,
+        index,
+        ...(min !== undefined ? { min } : {}),
+        ...(max !== undefined ? { max } : {}),
+      }) as unknown as PartitionRecord,
+  );
+  const job = { namespaces: [record], request: { ...request } } as unknown as JobRecord;
+  const session = {
+    job,
+    source: src,
+    destinationReader: dst,
+    partitionsOf: () => partitions,
+  } as unknown as JobSession;
+  let now = 0;
+  const clock: Clock = {
+    now: () => now,
+    sleep: (ms, signal) => ((now += ms), systemClock.sleep(2, signal)),
+  };
+  const verification = new Verification({ logger, clock, recheckMs: 100, caughtUpMs: 5_000 });
+  /** Change application wrote `_id` on the destination (reported as the write lanes do). */
+  const wrote = (id: number) =>
+    verification.appliedWrites.document(
+      { db: 'shop', coll: 'items' },
+      id,
+      documentIdentity('shop', 'items', { _id: id }),
+    );
+  const item = (cluster: FakeCluster, id: number) =>
+    cluster.collection('shop', 'items')!.documents.find((d) => d._id === id)!;
+  return {
+    src,
+    dst,
+    job,
+    session,
+    verification,
+    wrote,
+    item,
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+/** Runs the live pass until `until` holds, then stops it. */
+async function live(s: ReturnType<typeof setup>, until: () => boolean): Promise<void> {
+  const controller = new AbortController();
+  const running = s.verification.runLive(s.session, controller.signal);
+  const deadline = Date.now() + 5_000;
+  while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  controller.abort();
+  await running;
+  if (!until()) throw new Error('the live pass did not get there');
+}
+
+const caughtUp = (s: ReturnType<typeof setup>) => s.verification.caughtUp(s.job);
+
+describe('incremental verification (ranges checked once, then kept verified by writes)', () => {
+  it('the final pass reads only the documents written since they were checked, and passes byte-equal', async () => {
+    const s = setup();
+    await live(s, () => caughtUp(s));
+    expect(s.src.digests).toBe(4); // every copied range once
+    // An application writes; change application applies the writes and reports them.
+    for (const id of [3, 30, 31, 99]) {
+      s.item(s.src, id).s = `changed ${id}`;
+      s.item(s.dst, id).s = `changed ${id}`;
+      s.wrote(id);
+    }
+    s.src.collection('shop', 'items')!.documents.splice(40, 1); // _id 40 deleted on both
+    s.dst.collection('shop', 'items')!.documents.splice(40, 1);
+    s.wrote(40);
+    expect(s.verification.status(s.job, false)?.backlog).toMatchObject({ dirtyDocuments: 5 });
+    const digestsBefore = s.src.digests;
+    await s.verification.finalPass(s.session, new AbortController().signal);
+    expect(s.src.digests).toBe(digestsBefore); // no range re-read
+    expect(s.src.documentsReadById).toBe(4); // 3, 30, 31, 99 (40 is gone on both sides)
+    expect(s.verification.status(s.job, true)).toMatchObject({
+      phase: 'passed',
+      mode: 'incremental',
+      backlog: { dirtyDocuments: 0, dirtyRanges: 0, uncheckedRanges: 0 },
+      finalPass: { mode: 'incremental', rangesRead: 0, documentsRead: 4 },
+    });
+  });
+
+  it('mode full re-reads every range', async () => {
+    const s = setup({ verification: { enabled: true, mode: 'full' } });
+    await live(s, () => caughtUp(s));
+    await s.verification.finalPass(s.session, new AbortController().signal);
+    expect(s.verification.status(s.job, true)?.finalPass).toMatchObject({
+      mode: 'full',
+      rangesRead: 4,
+      documentsRead: 100,
+    });
+  });
+
+  it('a document changed on the source, then altered on the destination behind the sync, fails the final pass by namespace and _id', async () => {
+    const s = setup();
+    await live(s, () => caughtUp(s));
+    s.item(s.src, 12).s = 'from the application';
+    s.item(s.dst, 12).s = 'from the application';
+    s.wrote(12);
+    s.item(s.dst, 12).s = 'behind the sync'; // after change application wrote it
+    const failure = await s.verification
+      .finalPass(s.session, new AbortController().signal)
+      .catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(VerificationFailedError);
+    expect((failure as Error).message).toContain(
+      'shop.items: document _id {"$numberInt":"12"} differs',
+    );
+    expect(s.verification.status(s.job, false)).toMatchObject({
+      phase: 'failed',
+      mismatches: 1,
+      samples: [{ namespace: 'shop.items', ids: ['{"$numberInt":"12"}'] }],
+    });
+    // Still dirty: once fixed, commit again re-checks it and passes.
+    s.item(s.dst, 12).s = 'from the application';
+    await s.verification.finalPass(s.session, new AbortController().signal);
+  });
+
+  it('what an incremental pass cannot see: a destination document altered where nothing was written since its check', async () => {
+    const s = setup();
+    await live(s, () => caughtUp(s));
+    s.item(s.dst, 60).s = 'behind the sync';
+    await s.verification.finalPass(s.session, new AbortController().signal); // passes
+    const full = setup({ verification: { enabled: true, mode: 'full' } });
+    await live(full, () => caughtUp(full));
+    full.item(full.dst, 60).s = 'behind the sync';
+    await expect(
+      full.verification.finalPass(full.session, new AbortController().signal),
+    ).rejects.toThrow('document _id {"$numberInt":"60"} differs');
+  });
+
+  it('without a live pass (a restart, a per-shard coordinator) the final pass reads every range', async () => {
+    const s = setup();
+    s.item(s.dst, 80).s = 'behind the sync';
+    await expect(s.verification.finalPass(s.session, new AbortController().signal)).rejects.toThrow(
+      'document _id {"$numberInt":"80"} differs',
+    );
+  });
+
+  it('canCommit waits for the live pass: every range checked once, then no write unchecked for long', async () => {
+    const s = setup();
+    const controller = new AbortController();
+    let hold = true;
+    const running = s.verification.runLive(s.session, controller.signal, async () => {
+      while (hold && !controller.signal.aborted) await new Promise((r) => setTimeout(r, 2));
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(caughtUp(s)).toBe(false); // ranges not checked yet
+    expect(s.verification.status(s.job, false)?.caughtUp).toBe(false);
+    hold = false;
+    while (!caughtUp(s)) await new Promise((r) => setTimeout(r, 2));
+    hold = true; // change application falls behind: the live pass waits
+    s.wrote(5);
+    s.advance(6_000);
+    expect(caughtUp(s)).toBe(false);
+    expect(s.verification.status(s.job, false)?.backlog).toMatchObject({
+      dirtyDocuments: 1,
+      oldestDirtySeconds: 6,
+    });
+    hold = false;
+    while (!caughtUp(s)) await new Promise((r) => setTimeout(r, 2));
+    controller.abort();
+    await running;
+    expect(caughtUp(s)).toBe(true); // no live pass: nothing to wait for
+  });
+
+  it('a read that fails transiently is retried in place and progress says so', async () => {
+    const s = setup();
+    const digest = s.dst.digest.bind(s.dst);
+    let failures = 1;
+    s.dst.digest = async (...args) => {
+      if (failures-- > 0)
+        throw Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
+      return digest(...args);
+    };
+    await s.verification.finalPass(s.session, new AbortController().signal);
+    expect(s.verification.status(s.job, true)).toMatchObject({
+      phase: 'passed',
+      retriedReads: 1,
+      lastRetry: expect.stringContaining(
+        'digest of shop.items on the destination: MongoNetworkError',
+      ),
+    });
+  });
+
+  it('verification disabled: the commit skips the check and progress says so', async () => {
+    const s = setup({ verification: { enabled: false } });
+    s.item(s.dst, 1).s = 'behind the sync';
+    await s.verification.finalPass(s.session, new AbortController().signal);
+    expect(s.src.digests).toBe(0);
+    expect(caughtUp(s)).toBe(true);
+    expect(s.verification.status(s.job, true)).toMatchObject({
+      phase: 'disabled',
+      finalPass: { mode: 'skipped' },
+    });
+  });
+});

@@ -1,0 +1,178 @@
+import { Int32, type Document } from 'bson';
+import type { MongoClient } from 'mongodb';
+import type { SyncJob } from '@sync/engine';
+import { describeOn, testDb, testNs } from '../helpers/real-clusters';
+import {
+  crashableEngine,
+  expectEqualClusters,
+  request,
+  startAuthClusters,
+  waitFor,
+  type AuthClusters,
+} from './sync-helpers';
+
+type AnyDoc = { _id: unknown } & Document;
+
+const DOCUMENTS = 2_000;
+const VERIFY_TUNING = { verification: { recheckMs: 200 } };
+
+/** Documents returned by queries on the source's primary (`metrics.document.returned`). */
+async function returned(client: MongoClient): Promise<number> {
+  const status = await client.db('admin').command({ serverStatus: 1 });
+  return Number((status.metrics as { document: { returned: unknown } }).document.returned);
+}
+
+async function seed(c: AuthClusters): Promise<void> {
+  await c.appSrc
+    .db(testDb('shop'))
+    .collection<AnyDoc>('orders')
+    .insertMany(
+      Array.from({ length: DOCUMENTS }, (_, i) => ({
+        _id: new Int32(i),
+        n: new Int32(0),
+        pad: 'x'.repeat(200),
+      })),
+    );
+}
+
+/** An application updating, inserting and deleting until stopped (write blocking ends it). */
+function application(c: AuthClusters): { stop: () => Promise<number> } {
+  const orders = c.appSrc.db(testDb('shop')).collection<AnyDoc>('orders');
+  let running = true;
+  let writes = 0;
+  const loop = (async () => {
+    for (let i = 0; running; i++) {
+      try {
+        await orders.updateOne({ _id: new Int32((i * 37) % DOCUMENTS) }, { $inc: { n: 1 } });
+        if (i % 10 === 0) await orders.insertOne({ _id: `new-${i}`, n: new Int32(i) });
+        if (i % 25 === 0) await orders.deleteOne({ _id: new Int32((i * 53) % DOCUMENTS) });
+        writes += 1;
+      } catch {
+        return; // the source is write-blocked by the commit
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return writes;
+    },
+  };
+}
+
+describeOn('replicaSets')('incremental verification (what the final pass reads)', () => {
+  let c: AuthClusters;
+  const jobs: SyncJob[] = [];
+
+  afterEach(async () => {
+    for (const job of jobs.splice(0)) await job.close().catch(() => undefined);
+    await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+    await c.close();
+  });
+
+  it.each(['incremental', 'full'] as const)(
+    'mode %s: after a sync with an application writing throughout, the final pass reads only what it must and passes byte-equal',
+    async (mode) => {
+      c = await startAuthClusters();
+      await seed(c);
+      const read: Record<string, number> = {};
+      const { job } = await crashableEngine(c, {
+        ...VERIFY_TUNING,
+        // Between the drain and the end of `verified` only the final pass reads the source.
+        onCommitStep: async (step) => {
+          if (step === 'indexesRestored' || step === 'verified') read[step] = await returned(c.src);
+        },
+      });
+      jobs.push(job);
+      const app = application(c);
+      await job.start(request({ enableUserWriteBlocking: true, verification: { mode } }));
+      await waitFor(
+        () => job.progress().canCommit === true,
+        60_000,
+        'canCommit',
+        () => JSON.stringify(job.progress().verification),
+      );
+      // The verifier caught up before canCommit: every range checked once.
+      expect(job.progress().verification).toMatchObject({
+        phase: 'live',
+        mode,
+        caughtUp: true,
+        backlog: { uncheckedRanges: 0 },
+      });
+      await new Promise((r) => setTimeout(r, 1_500)); // the application keeps writing
+      await job.commit();
+      const writes = await app.stop();
+      await waitFor(
+        () => job.progress().state === 'COMMITTED',
+        60_000,
+        'COMMITTED',
+        () => JSON.stringify(job.progress()),
+      );
+      const sourceRead = read.verified! - read.indexesRestored!;
+      const finalPass = (job.progress().verification as { finalPass: Record<string, number> })
+        .finalPass;
+      if (process.env.VERIFY_FIGURES)
+        process.stdout.write(
+          `${mode}: ${writes} writes, final pass ${JSON.stringify(finalPass)}, source returned ${sourceRead}\n`,
+        );
+      expect(writes).toBeGreaterThan(100);
+      expect(finalPass).toMatchObject({ mode, documentsRead: sourceRead });
+      if (mode === 'incremental') {
+        // Only what was written since its last check: no range read whole.
+        expect(finalPass.rangesRead).toBe(0);
+        expect(sourceRead).toBeLessThan(DOCUMENTS / 10);
+      } else {
+        expect(sourceRead).toBeGreaterThanOrEqual(DOCUMENTS - 100);
+      }
+      await expectEqualClusters(c);
+    },
+  );
+
+  it('a document changed on the source, then altered on the destination behind the sync, is caught by the final pass', async () => {
+    c = await startAuthClusters();
+    await seed(c);
+    const orders = c.src.db(testDb('shop')).collection<AnyDoc>('orders');
+    const { job } = await crashableEngine(c, {
+      ...VERIFY_TUNING,
+      onCommitStep: async (step) => {
+        // The source is write-blocked (root bypasses it) before the commit point: the drain
+        // applies this change, and the write marks the document dirty.
+        if (step === 'sourceBlocked')
+          await orders.updateOne({ _id: new Int32(1234) }, { $set: { n: new Int32(-1) } });
+        // Once applied: someone alters it on the destination behind the sync's back.
+        if (step === 'drained')
+          await c.dst
+            .db(testDb('shop'))
+            .collection<AnyDoc>('orders')
+            .updateOne({ _id: new Int32(1234) }, { $set: { n: new Int32(-2) } });
+      },
+    });
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
+    await job.commit();
+    await waitFor(
+      () => job.progress().commitFailure !== undefined,
+      60_000,
+      'the failed commit step',
+      () => JSON.stringify(job.progress()),
+    );
+    const progress = job.progress();
+    expect(progress).toMatchObject({
+      state: 'COMMITTING',
+      canWrite: false,
+      commitFailure: { step: 'verified', error: 'VerificationFailed' },
+      verification: {
+        phase: 'failed',
+        mismatches: 1,
+        samples: [{ namespace: testNs('shop.orders'), ids: ['{"$numberInt":"1234"}'] }],
+        finalPass: { mode: 'incremental', rangesRead: 0 },
+      },
+    });
+    expect((progress.commitFailure as { message: string }).message).toContain(
+      `${testNs('shop.orders')}: document _id {"$numberInt":"1234"} differs`,
+    );
+  });
+});
