@@ -87,7 +87,9 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
       });
       jobs.push(job);
       const app = application(c);
-      await job.start(request({ enableUserWriteBlocking: true, verification: { mode } }));
+      await job.start(
+        request({ enableUserWriteBlocking: true, verification: { enabled: true, mode } }),
+      );
       await waitFor(
         () => job.progress().canCommit === true,
         60_000,

@@ -59,7 +59,9 @@ describeOn('replicaSets')('embedded verifier (authentication on)', () => {
     jobs.push(job);
     // Documents altered behind the sync's back where change application never wrote: only a
     // full re-read finds them (the incremental final pass reads what was written since checked).
-    await job.start(request({ enableUserWriteBlocking: true, verification: { mode: 'full' } }));
+    await job.start(
+      request({ enableUserWriteBlocking: true, verification: { enabled: true, mode: 'full' } }),
+    );
     await waitFor(() => job.progress().canCommit === true, 30_000, 'canCommit');
     // The live pass verifies every namespace while change events are applied.
     await waitFor(

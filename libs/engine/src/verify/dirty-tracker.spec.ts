@@ -1,7 +1,10 @@
 import { documentIdentity } from '../apply/doc-key';
+import type { IdRange } from '../ports/source-cluster';
 import { DirtyTracker, type TrackedNamespace } from './dirty-tracker';
 
-const items = (ranges = [{ max: 10 }, { min: 10, max: 20 }, { min: 20 }]): TrackedNamespace => ({
+const items = (
+  ranges: IdRange[] = [{ max: 10 }, { min: 10, max: 20 }, { min: 20 }],
+): TrackedNamespace => ({
   database: 'shop',
   collection: 'items',
   signature: 'k|1|done|collection',
@@ -153,5 +156,18 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     checkAllEqual(t);
     t.sync([{ ...items([{}]), signature: 'k|2|done|collection' }]);
     expect(t.backlog().uncheckedRanges).toBe(1);
+  });
+
+  it('live: a write is checked once its oldest unchecked write is settleMs old', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(4);
+    expect(t.plan({ all: false, recheckMs: 1_000, settleMs: 1_000 })).toEqual([]);
+    expect(t.plan({ all: true, recheckMs: 1_000, settleMs: 1_000 })[0]!.ids).toHaveLength(1);
+    advance(600);
+    mark(4); // written again: still due from its first unchecked write
+    advance(500);
+    expect(t.plan({ all: false, recheckMs: 1_000, settleMs: 1_000 })[0]!.ids).toHaveLength(1);
   });
 });
