@@ -1,15 +1,18 @@
+import { BullModule } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { CONTROL_KEYS } from '@sync/contracts';
+import { COMMAND_FLOW_QUEUE, CONTROL_KEYS, CONTROL_PREFIX } from '@sync/contracts';
 import {
   createRedis,
   figuresFromRoster,
+  redisOptions,
   SyncApiModule,
   type JsonLogger,
   type ServiceConfig,
 } from '@sync/service';
 import { hostname } from 'node:os';
 import { CommandBroadcaster } from './broadcast/command-broadcaster';
+import { FlowParentProcessor } from './broadcast/flow-parent.processor';
 import { ClusterClients } from './clusters/cluster-clients';
 import { ClusterWatch } from './clusters/cluster-watch';
 import type { CoordinatorSettings } from './config/coordinator-settings';
@@ -53,7 +56,7 @@ export class CoordinatorModule {
       url: () => advertised,
       log: (message, fields) => logger.info(message, fields),
     });
-    const broadcaster = new CommandBroadcaster(redisUrl);
+    const broadcaster = new CommandBroadcaster(redisUrl, redis);
     const watch = new ClusterWatch(clusters, Object.keys(config.clusters));
     const board = new ProgressBoard({
       redis,
@@ -78,6 +81,13 @@ export class CoordinatorModule {
       module: CoordinatorModule,
       imports: [
         ScheduleModule.forRoot(),
+        // The flows' parent consumer (FlowParentProcessor) on a blocking connection.
+        BullModule.forRoot({
+          connection: redisOptions(redisUrl, 'blocking'),
+          prefix: CONTROL_PREFIX,
+        }),
+        // Registers the queue and @nestjs/bullmq's explorer, which starts FlowParentProcessor.
+        BullModule.registerQueue({ name: COMMAND_FLOW_QUEUE }),
         SyncApiModule.register({
           clusters: config.clusters,
           id,
@@ -115,6 +125,7 @@ export class CoordinatorModule {
           },
         },
         CoordinatorLifecycle,
+        FlowParentProcessor,
       ],
     };
   }

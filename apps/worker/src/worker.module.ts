@@ -1,14 +1,17 @@
+import { BullModule } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { UNSHARDED_WORKER_ID } from '@sync/contracts';
+import { CONTROL_PREFIX, UNSHARDED_WORKER_ID, commandQueueName } from '@sync/contracts';
 import { createSyncEngine } from '@sync/mongo';
 import {
   controlWallClock,
   readTestClockOffset,
+  redisOptions,
   SyncApiModule,
   type JsonLogger,
   type ServiceConfig,
 } from '@sync/service';
+import { commandConsumerFor } from './control/command-consumer';
 import { CoordinatedEngine } from './control/coordinated-engine';
 import { WorkerAgent } from './control/worker-agent';
 import { WORKER_AGENT, WorkerAgentLifecycle } from './control/worker-agent.lifecycle';
@@ -49,10 +52,25 @@ export class WorkerModule {
       onFatal,
     });
     if (!agent) return { module: WorkerModule, imports: [api] };
+    const workerId = config.id ?? UNSHARDED_WORKER_ID;
     return {
       module: WorkerModule,
-      imports: [api, ScheduleModule.forRoot()],
-      providers: [{ provide: WORKER_AGENT, useValue: agent }, WorkerAgentLifecycle],
+      imports: [
+        api,
+        ScheduleModule.forRoot(),
+        // Blocking connections (maxRetriesPerRequest: null): the consumer survives a Redis restart.
+        BullModule.forRoot({
+          connection: redisOptions(config.redis!, 'blocking'),
+          prefix: CONTROL_PREFIX,
+        }),
+        // Registers the queue and @nestjs/bullmq's explorer, which starts CommandConsumer.
+        BullModule.registerQueue({ name: commandQueueName(workerId) }),
+      ],
+      providers: [
+        { provide: WORKER_AGENT, useValue: agent },
+        WorkerAgentLifecycle,
+        commandConsumerFor(commandQueueName(workerId)),
+      ],
     };
   }
 }

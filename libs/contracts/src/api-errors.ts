@@ -193,7 +193,12 @@ export const API_ERRORS = {
   CommandPending: {
     httpStatus: 503,
     description:
-      'Not every worker took the command before the deadline; it stays queued for those named. Retrying with the same X-Command-Id is safe and applies it once.',
+      'Not every worker took the command before the deadline (or within its bounded retries); it was withdrawn from every queue, so no worker runs it late. The description names the workers. Retrying with the same X-Command-Id is safe and applies it once.',
+  },
+  CommandSuperseded: {
+    httpStatus: 409,
+    description:
+      'A newer command reached the workers first (or this one expired by Redis\' clock); it was withdrawn or refused, not applied. A worker never runs a command older than one it has taken.',
   },
   StaleEpoch: {
     httpStatus: 409,

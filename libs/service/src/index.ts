@@ -27,3 +27,4 @@ export * from './metrics';
 export * from './openapi';
 export * from './control/control-clock';
 export * from './control/liveness';
+export * from './control/command-order';

@@ -18,6 +18,16 @@ import { mergeSnapshots, renderProgress, type ProgressSnapshot } from '@sync/eng
  */
 export type InstanceStatus = 'active' | 'starting' | 'missing';
 
+/** A command in a worker's queue: its attempts so far of a bounded number (retries visible). */
+export interface QueuedCommand {
+  operation: string;
+  commandId: string;
+  state: string;
+  attemptsMade: number;
+  attempts: number;
+  lastError?: string;
+}
+
 export interface InstanceView {
   id: string;
   shardId: string | null;
@@ -28,6 +38,8 @@ export interface InstanceView {
   missing: boolean;
   /** Commands queued for it and not taken yet (null when unknown). */
   pendingCommands: number | null;
+  /** Those commands: state (waiting, active, retrying), attempts made of the bound, last error. */
+  commands?: readonly QueuedCommand[];
   /** Its progress: current when active, else the last known one (null when it never had one). */
   progress: Progress | null;
   /** Seconds since `progress` was reported, when it is a last known one (status not active). */
@@ -42,7 +54,7 @@ export interface MergeInputs {
   /** Reports with `at` = Redis' time of their heartbeat. */
   reports: ReadonlyMap<string, WorkerReport>;
   lastKnown?: ReadonlyMap<string, LastKnownProgress>;
-  pending?: ReadonlyMap<string, number>;
+  pending?: ReadonlyMap<string, readonly QueuedCommand[]>;
   /** Redis' time now (ms): the one clock ages are judged by. */
   now: number;
   staleMs: number;
@@ -80,7 +92,8 @@ export function mergeInstances(inputs: MergeInputs): Progress {
       status: 'active',
       lastSeenSecondsAgo: age === null ? null : seconds(age),
       missing: !fresh,
-      pendingCommands: inputs.pending?.get(id) ?? null,
+      pendingCommands: inputs.pending?.get(id)?.length ?? null,
+      ...(inputs.pending?.get(id)?.length ? { commands: inputs.pending.get(id) } : {}),
       progress: null,
       error: report?.error ?? null,
     };

@@ -2,7 +2,7 @@ import { ApiError, type Progress, type SyncState } from '@sync/contracts';
 import type { Redis } from 'ioredis';
 import { readRoster, redisNowOf, type Roster } from '../broadcast/worker-roster';
 import { CatchupEstimator } from './catchup-estimator';
-import { mergeInstances } from './merge-instances';
+import { mergeInstances, type QueuedCommand } from './merge-instances';
 
 export interface ProgressBoardOptions {
   redis: Redis;
@@ -11,7 +11,8 @@ export interface ProgressBoardOptions {
   expireMs: number;
   syncID: string;
   coordinatorID: () => string | null;
-  pending: (worker: string) => Promise<number>;
+  /** Commands waiting in, running from or retrying in a worker's queue (progress `commands`). */
+  pending: (worker: string) => Promise<readonly QueuedCommand[]>;
   /** A per-shard sync's source shards, when known (null: a replica set; undefined: unknown). */
   expectedShards?: () => readonly string[] | null | undefined;
   /** The coordinator's last ping of each cluster, by name (ms, -1 when it failed). */
@@ -27,7 +28,7 @@ export interface ProgressBoardOptions {
  */
 export class ProgressBoard {
   private roster: Roster | null = null;
-  private pending = new Map<string, number>();
+  private pending = new Map<string, readonly QueuedCommand[]>();
   private failure: string | null = null;
   private readonly catchup = new CatchupEstimator();
   private estimates = new Map<string, number>();
@@ -42,11 +43,13 @@ export class ProgressBoard {
         this.options.expireMs,
         this.options.expectedShards?.() ?? [],
       );
-      const pending = new Map<string, number>();
-      for (const r of roster.registrations)
-        pending.set(r.id, await this.options.pending(r.id).catch(() => -1));
+      const pending = new Map<string, readonly QueuedCommand[]>();
+      for (const r of roster.registrations) {
+        const queued = await this.options.pending(r.id).catch(() => null);
+        if (queued) pending.set(r.id, queued);
+      }
       this.roster = roster;
-      this.pending = new Map([...pending].filter(([, n]) => n >= 0));
+      this.pending = pending;
       this.failure = null;
       this.sampleLags(roster);
       return roster;

@@ -72,4 +72,25 @@ describe('CommandProcessor', () => {
     ).resolves.toMatchObject({ ok: false, error: 'ReversibleRequiresWriteBlocking' });
     expect(e.calls).toEqual(['validate', 'validate']);
   });
+
+  it('never runs a command its admission refuses (older than one taken, or expired)', async () => {
+    const e = engine();
+    let highest = 0;
+    const admit = async (data: CommandJobData) => {
+      if ((data.sequence ?? 0) < highest) return `#${data.sequence} is older than #${highest}`;
+      highest = data.sequence ?? highest;
+      return null;
+    };
+    const processor = new CommandProcessor(() => e, admit);
+    const at = (operation: CommandJobData['operation'], sequence: number) =>
+      ({ ...job(operation, 1, `c-${sequence}`), sequence }) as CommandJobData;
+    await expect(processor.process(at('pause', 5))).resolves.toEqual({ ok: true });
+    await expect(processor.process(at('resume', 4))).resolves.toMatchObject({
+      ok: false,
+      error: 'CommandSuperseded',
+      errorDescription: '#4 is older than #5',
+    });
+    await expect(processor.process(at('pause', 5))).resolves.toEqual({ ok: true }); // re-delivered
+    expect(e.calls).toEqual(['pause']);
+  });
 });

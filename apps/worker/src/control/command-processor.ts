@@ -18,7 +18,14 @@ import type { SyncEngine } from '@sync/engine';
 export class CommandProcessor {
   private highest = 0;
 
-  constructor(private readonly engine: () => SyncEngine) {}
+  constructor(
+    private readonly engine: () => SyncEngine,
+    /**
+     * Order and expiry (Redis): null admits the command, a reason refuses it with
+     * CommandSuperseded — a worker never runs a command older than one it has taken.
+     */
+    private readonly admit: (data: CommandJobData) => Promise<string | null> = async () => null,
+  ) {}
 
   get highestEpoch(): number {
     return this.highest;
@@ -36,6 +43,10 @@ export class CommandProcessor {
         error: 'StaleEpoch',
         errorDescription: `${data.operation} came from ${data.issuedBy} at leadership epoch ${data.epoch}; this worker has already taken commands at epoch ${this.highest}.`,
       };
+    }
+    const refusal = await this.admit(data);
+    if (refusal !== null) {
+      return { ok: false, error: 'CommandSuperseded', errorDescription: refusal };
     }
     this.highest = data.epoch;
     try {

@@ -1,6 +1,5 @@
 import {
   ApiError,
-  CONTROL_PREFIX,
   commandQueueName,
   type CommandJobData,
   type CommandJobResult,
@@ -9,14 +8,13 @@ import {
 } from '@sync/contracts';
 import type { SyncEngine } from '@sync/engine';
 import {
+  admitCommand,
   createRedis,
   describeRedisError,
   publishHeartbeat,
-  redisOptions,
-  watchOutages,
   type JsonLogger,
 } from '@sync/service';
-import { Worker, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CommandProcessor } from './command-processor';
 
@@ -42,11 +40,8 @@ export interface WorkerAgentOptions {
 export class WorkerAgent {
   private engine: SyncEngine | null = null;
   private readonly redis: Redis;
-  private consumer: Worker<CommandJobData, CommandJobResult> | null = null;
-  private readonly processor = new CommandProcessor(() => {
-    if (!this.engine) throw new ApiError('NotReady');
-    return this.engine;
-  });
+  private readonly processor: CommandProcessor;
+  private readonly engineWaiters: Array<() => void> = [];
   private url: string | null = null;
   private readonly registeredAt: number;
   private readonly wallClock: () => number;
@@ -59,24 +54,29 @@ export class WorkerAgent {
       options.logger.warn(`${message}; the sync goes on, commands wait`),
     );
     this.redis.on('ready', () => options.logger.info('joined the coordinator through Redis'));
+    this.processor = new CommandProcessor(
+      () => {
+        if (!this.engine) throw new ApiError('NotReady');
+        return this.engine;
+      },
+      (data) => admitCommand(this.redis, options.workerId, data),
+    );
   }
 
-  /** The engine exists: start taking commands (never before, so none is taken too early). */
+  /** The engine exists: the command consumer starts (never before, so none is taken too early). */
   attach(engine: SyncEngine): void {
     this.engine = engine;
-    if (this.closed || this.consumer) return;
-    const consumer = new Worker<CommandJobData, CommandJobResult>(
-      commandQueueName(this.options.workerId),
-      (job: Job<CommandJobData, CommandJobResult>) => this.take(job),
-      {
-        connection: redisOptions(this.options.redisUrl, 'blocking'),
-        prefix: CONTROL_PREFIX,
-        concurrency: 1,
-        autorun: true,
-      },
-    );
-    watchOutages(consumer, this.options.redisUrl, () => undefined);
-    this.consumer = consumer;
+    for (const waiter of this.engineWaiters.splice(0)) waiter();
+  }
+
+  /** Runs `start` once the engine exists (at once if it does). */
+  whenEngineReady(start: () => void): void {
+    if (this.engine) start();
+    else this.engineWaiters.push(start);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   setUrl(url: string): void {
@@ -103,14 +103,16 @@ export class WorkerAgent {
     }
   }
 
-  async close(): Promise<void> {
+  /** The BullMQ consumer (closed by @nestjs/bullmq on shutdown) stops before this. */
+  close(): Promise<void> {
     this.closed = true;
-    await this.consumer?.close().catch(() => undefined);
     this.redis.disconnect();
+    return Promise.resolve();
   }
 
-  private async take(job: Job<CommandJobData, CommandJobResult>): Promise<CommandJobResult> {
-    const { operation, commandId, epoch, issuedBy } = job.data;
+  /** One command job from this worker's queue (CommandConsumer, @nestjs/bullmq). */
+  async take(job: Job<CommandJobData, CommandJobResult>): Promise<CommandJobResult> {
+    const { operation, commandId, epoch, issuedBy, sequence } = job.data;
     // A validate carries its start's command id: logged apart, so "command received" counts each
     // command once.
     this.options.logger.info(
@@ -120,6 +122,8 @@ export class WorkerAgent {
         commandId,
         epoch,
         issuedBy,
+        sequence,
+        attempt: job.attemptsMade + 1,
       },
     );
     const result = await this.processor.process(job.data);

@@ -27,6 +27,7 @@ const COORDINATED: ApiErrorName[] = [
   'WorkersMissing',
   'WorkersRejected',
   'CommandPending',
+  'CommandSuperseded',
   'StaleEpoch',
 ];
 

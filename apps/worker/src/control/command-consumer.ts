@@ -1,0 +1,37 @@
+import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, type OnApplicationBootstrap, type Type } from '@nestjs/common';
+import type { CommandJobData, CommandJobResult } from '@sync/contracts';
+import type { Job } from 'bullmq';
+import { WORKER_AGENT } from './worker-agent.lifecycle';
+import type { WorkerAgent } from './worker-agent';
+
+/**
+ * The @nestjs/bullmq processor of this worker's command queue (`sync.commands.<id>`, a name
+ * known only at launch, hence a class per queue). It does not run until the engine exists
+ * (autorun off), so no command is taken too early; one command at a time. @nestjs/bullmq
+ * closes it on shutdown.
+ */
+export function commandConsumerFor(queueName: string): Type<WorkerHost> {
+  @Processor(queueName, { concurrency: 1, autorun: false })
+  class CommandConsumer extends WorkerHost implements OnApplicationBootstrap {
+    constructor(@Inject(WORKER_AGENT) private readonly agent: WorkerAgent) {
+      super();
+    }
+
+    onApplicationBootstrap(): void {
+      this.agent.whenEngineReady(() => {
+        if (this.agent.isClosed || this.worker.isRunning()) return;
+        void this.worker.run().catch(() => undefined);
+      });
+    }
+
+    process(job: Job<CommandJobData, CommandJobResult>): Promise<CommandJobResult> {
+      return this.agent.take(job);
+    }
+
+    /** Redis outages are reported once by the agent's own connection; BullMQ reconnects. */
+    @OnWorkerEvent('error')
+    onError(): void {}
+  }
+  return CommandConsumer;
+}
