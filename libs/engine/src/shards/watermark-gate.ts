@@ -72,6 +72,9 @@ export class WatermarkGate {
   private publishing: Promise<void> = Promise.resolve();
   private loop: Promise<void> | null = null;
   private stopping: AbortController | null = null;
+  /** When this worker was last held back by the gate, and when it last read the marks. */
+  private heldAt = Number.NEGATIVE_INFINITY;
+  private refreshedAt = Number.NEGATIVE_INFINITY;
   /** The cluster time this worker waits for the others to read through (published). */
   private needs: Timestamp | undefined;
 
@@ -94,7 +97,11 @@ export class WatermarkGate {
       while (!until.aborted) {
         try {
           await this.publish();
-          await this.refresh();
+          // Read the others' marks often only while they matter: this worker was held back
+          // lately, or another one waits; otherwise once a second (an idle sync stays quiet).
+          const now = this.deps.clock.now();
+          if (now - this.heldAt < 2_000 || this.othersWait() || now - this.refreshedAt >= 1_000)
+            await this.refresh();
         } catch (error) {
           this.deps.logger.debug('publishing the shard watermarks failed; retrying', {
             error: error instanceof Error ? error.message : String(error),
@@ -144,7 +151,14 @@ export class WatermarkGate {
    */
   allows(time: Timestamp): boolean {
     this.throwIfHalted();
-    return this.horizonReached(time) && !this.pendingDdl(time);
+    const allowed = this.horizonReached(time) && !this.pendingDdl(time);
+    if (!allowed) this.heldAt = this.deps.clock.now();
+    return allowed;
+  }
+
+  /** Another worker waited for the others' read marks when the marks were last read. */
+  private othersWait(): boolean {
+    return this.snap.marks.some((m) => m.worker !== this.deps.me && m.needs !== undefined);
   }
 
   /**
@@ -328,6 +342,7 @@ export class WatermarkGate {
   private async refresh(): Promise<void> {
     const since = this.deps.recorded()?.clusterTime ?? this.deps.start;
     this.snap = await this.deps.store.snapshot(since);
+    this.refreshedAt = this.deps.clock.now();
   }
 }
 
