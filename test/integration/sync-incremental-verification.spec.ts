@@ -155,26 +155,78 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     await job.start(request({ enableUserWriteBlocking: true }));
     await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
     await job.commit();
+    // The difference rolls the commit back: the application gets its source back at once.
     await waitFor(
-      () => job.progress().commitFailure !== undefined,
+      () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
       60_000,
-      'the failed commit step',
+      'the commit rolled back',
       () => JSON.stringify(job.progress()),
     );
     const progress = job.progress();
-    expect(progress).toMatchObject({
-      state: 'COMMITTING',
-      canWrite: false,
-      commitFailure: { step: 'verified', error: 'VerificationFailed' },
-      verification: {
-        phase: 'failed',
-        mismatches: 1,
-        samples: [{ namespace: testNs('shop.orders'), ids: ['{"$numberInt":"1234"}'] }],
-        finalPass: { mode: 'incremental', rangesRead: 0 },
-      },
-    });
-    expect((progress.commitFailure as { message: string }).message).toContain(
+    expect(progress).toMatchObject({ state: 'RUNNING', canWrite: false });
+    const warning = (progress.warnings as string[]).find((w) => w.startsWith('CommitRolledBack'))!;
+    expect(warning).toContain('at step verified (VerificationFailed');
+    expect(warning).toContain(
       `${testNs('shop.orders')}: document _id {"$numberInt":"1234"} differs`,
     );
+    // The source accepts the application's writes again; the destination stays closed.
+    await c.appSrc.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'after' });
+    await expect(
+      c.appDst.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
+    ).rejects.toMatchObject({ code: 371 });
+  });
+
+  it('a client that bypasses write blocking during the commit: rolled back, named, then a second commit succeeds', async () => {
+    c = await startAuthClusters();
+    await seed(c);
+    // root bypasses write blocking: as every client does when authorization is off.
+    const bypassing = c.src.db(testDb('shop')).collection<AnyDoc>('orders');
+    let writeDuringCommit = true;
+    const { job } = await crashableEngine(c, {
+      ...VERIFY_TUNING,
+      onCommitStep: async (step) => {
+        if (step === 'drained' && writeDuringCommit) {
+          writeDuringCommit = false;
+          await bypassing.insertOne({ _id: 'sneaked-in', n: new Int32(1) });
+        }
+      },
+    });
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
+    await job.commit();
+    await waitFor(
+      () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
+      60_000,
+      'the commit rolled back',
+      () => JSON.stringify(job.progress()),
+    );
+    const warning = (job.progress().warnings as string[]).find((w) =>
+      w.startsWith('CommitRolledBack'),
+    )!;
+    expect(warning).toContain('SourceWritesDuringCommit');
+    expect(warning).toContain(`insert on ${testNs('shop.orders')} (_id "sneaked-in")`);
+    expect(job.progress().state).toBe('RUNNING');
+    // The source is writable for the application again.
+    await c.appSrc.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'back' });
+
+    // Once the bypassing client stops, a second commit completes and nothing was lost.
+    await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit again');
+    await job.commit();
+    await waitFor(
+      () => job.progress().state === 'COMMITTED',
+      60_000,
+      'COMMITTED',
+      () => JSON.stringify(job.progress()),
+    );
+    await expectEqualClusters(c);
+    expect(
+      await c.dst
+        .db(testDb('shop'))
+        .collection<AnyDoc>('orders')
+        .countDocuments({
+          _id: { $in: ['sneaked-in', 'back'] },
+        } as Document),
+    ).toBe(2);
   });
 });

@@ -150,7 +150,7 @@ export const API_ERRORS = {
   VerificationFailed: {
     httpStatus: 500,
     description:
-      "The commit's verification found the destination different from the source (progress.commitFailure lists namespaces and sample _ids); the sync stays COMMITTING and the destination closed to writes. Fix the difference and call commit again.",
+      "The commit's verification found the destination different from the source: the commit is rolled back — source writes unblocked, the sync RUNNING again, the destination still closed — and progress.warnings (CommitRolledBack) names the namespaces and sample _ids. The differing documents stay marked for re-checking; call commit again.",
   },
   // Appended by the engine owner (copy phase).
   DestinationNotEmpty: {

@@ -12,7 +12,9 @@ import {
   type ReadOptions,
   type ShardingSnapshot,
   type SourceCluster,
+  type SourceWrite,
 } from '@sync/engine';
+import { resumeTokenTime } from '@sync/engine/apply';
 import { createHash } from 'node:crypto';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
 import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
@@ -23,6 +25,9 @@ import { inspectCluster } from './cluster-inspector';
 import { supportsCollectionUUID } from './server-features';
 import { EXACT_BSON, toNumber } from './exact-bson';
 import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-metadata';
+
+/** Databases whose writes are not the application's (the sync's own metadata included). */
+const INTERNAL_DBS = new Set(['admin', 'config', 'local', 'sync_reserved_for_internal_use']);
 
 /** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
 export class MongoSourceCluster implements SourceCluster {
@@ -157,6 +162,49 @@ export class MongoSourceCluster implements SourceCluster {
 
   async setUserWriteBlocking(enabled: boolean): Promise<void> {
     await this.client.db('admin').command({ setUserWriteBlockMode: 1, global: enabled });
+  }
+
+  /**
+   * Reads the change stream from just after `point` up to a no-op written now (so the read has
+   * an end even on a write-blocked, idle source) and returns the writes in user namespaces.
+   */
+  async writesAfter(point: Timestamp, limit: number): Promise<SourceWrite[]> {
+    const until = await this.writeNoop('cluster-sync: commit check for writes after the point');
+    const stream = this.client.watch<Document, Document>([], {
+      ...EXACT_BSON,
+      showExpandedEvents: true,
+      startAtOperationTime: new Timestamp({ t: point.t, i: point.i + 1 }),
+      maxAwaitTimeMS: 200,
+    });
+    const found: SourceWrite[] = [];
+    const deadline = Date.now() + 30_000;
+    try {
+      while (found.length < limit) {
+        const event = await stream.tryNext();
+        if (event) {
+          const ns = event.ns as { db?: string; coll?: string } | undefined;
+          if (!ns?.db || INTERNAL_DBS.has(ns.db)) continue;
+          const key = event.documentKey as Document | undefined;
+          found.push({
+            namespace: ns.coll ? `${ns.db}.${ns.coll}` : ns.db,
+            operation: String(event.operationType),
+            ...(key && '_id' in key
+              ? { id: BSON.EJSON.stringify({ v: key._id }, { relaxed: false }).slice(5, -1) }
+              : {}),
+            ...(event.clusterTime ? { clusterTime: event.clusterTime as Timestamp } : {}),
+          });
+          continue;
+        }
+        const reached = resumeTokenTime(stream.resumeToken as Document | undefined);
+        if (reached && (reached.t > until.t || (reached.t === until.t && reached.i >= until.i)))
+          break;
+        if (Date.now() > deadline)
+          throw new Error('the source change stream did not reach the commit check in 30 s');
+      }
+    } finally {
+      await stream.close().catch(() => undefined);
+    }
+    return found;
   }
 
   /** `appendOplogNote`: its operationTime is the note's own oplog time. */

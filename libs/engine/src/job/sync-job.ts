@@ -17,6 +17,8 @@ import {
   commitStepIndex,
   joinsCommitUnderWay,
   destinationWritable,
+  rollBackCommit,
+  rollsCommitBack,
   runCommit,
 } from '../operations/commit';
 import { findPersistedJob } from '../operations/restore';
@@ -364,8 +366,23 @@ export class SyncJob implements SyncEngine {
       this.options.onCommitStep,
     ).then(
       () => void (this.current = 'COMMITTED'),
-      (error: unknown) => {
-        if (!this.closed) this.options.onFatal?.(asError(error));
+      async (error: unknown) => {
+        if (this.closed) return;
+        // The commit's checks failed before the destination opened: the application gets its
+        // source back (never both clusters closed), the sync runs on, commit may be called again.
+        if (rollsCommitBack(error)) {
+          try {
+            await rollBackCommit(this.session!, asError(error), this.logger);
+            this.current = 'RUNNING';
+            this.runner!.start();
+            return;
+          } catch (undo) {
+            this.logger.error('rolling the commit back failed; call commit again to retry', {
+              error: describeError(undo),
+            });
+          }
+        }
+        this.options.onFatal?.(asError(error));
       },
     );
     this.commitRun = run;

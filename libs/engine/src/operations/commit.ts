@@ -1,14 +1,16 @@
 import type { Timestamp } from 'bson';
+import type { SourceWrite } from '../ports/source-cluster';
 import { ApiError } from '@sync/contracts';
 import type { JobSession } from '../job/job-session';
 import { isPermanent, type SyncRunner } from '../job/sync-runner';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
-import { restoreRelaxedIndexes } from '../prepare/index-restorer';
+import { relaxRestoredIndexes, restoreRelaxedIndexes } from '../prepare/index-restorer';
 import { retryInPlace } from '../faults/retry-in-place';
 import {
   FINAL_COMMIT_STEP,
+  announceRollback,
   anotherWorkerCommits,
   balancerModesAtStart,
   shardCommitFor,
@@ -94,6 +96,20 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     },
   },
   {
+    // Writes that reached the source after the commit point (a client that bypasses write
+    // blocking: with authorization off, every client can): the destination would miss them.
+    // Read from the source's change stream up to now, just before the destination opens. The
+    // commit is rolled back (the source accepts writes again, the sync returns to RUNNING).
+    name: 'sourceQuiet',
+    scope: 'oncePerSync',
+    async run(ctx) {
+      const { source } = ctx.session;
+      if (!blocking(ctx) || !source.writesAfter || !ctx.state.commitPoint) return;
+      const writes = await source.writesAfter(ctx.state.commitPoint as Timestamp, 20);
+      if (writes.length > 0) throw new SourceWritesDuringCommitError(writes);
+    },
+  },
+  {
     name: 'destinationTimeTaken',
     scope: 'everyWorker',
     async run(ctx) {
@@ -147,7 +163,9 @@ function runWithRetries(
       attempts: 5,
       baseMs: 100,
       clock: ctx.clock,
-      retryable: (error) => !isPermanent(error instanceof Error ? error : new Error(String(error))),
+      retryable: (error) =>
+        !rollsCommitBack(error) &&
+        !isPermanent(error instanceof Error ? error : new Error(String(error))),
       onRetry: ({ attempt, delayMs, error }) => {
         const failure = error instanceof Error ? error : new Error(String(error));
         ctx.logger.warn('commit step failed transiently; retrying', {
@@ -290,4 +308,64 @@ export function assertCommitReady(check: {
       ? `commit is not possible: the sync failed (${check.failure}).`
       : 'commit needs canCommit: the copy must be done and change events applied with small lag.',
   );
+}
+
+/**
+ * Writes reached the source after it was write-blocked for the commit (after the commit point):
+ * the commit is rolled back, naming where, so that nothing the application wrote is lost.
+ */
+export class SourceWritesDuringCommitError extends Error {
+  constructor(readonly writes: SourceWrite[]) {
+    const shown = writes
+      .slice(0, 10)
+      .map((w) => `${w.operation} on ${w.namespace}${w.id !== undefined ? ` (_id ${w.id})` : ''}`)
+      .join('; ');
+    super(
+      `${writes.length}${writes.length >= 20 ? '+' : ''} write(s) reached the source after it was write-blocked for the commit — ${shown}. A client bypasses write blocking (with authorization off every client can); stop it and call commit again.`,
+    );
+    this.name = 'SourceWritesDuringCommit';
+  }
+}
+
+/** Failures of the commit's checks that give the application its source back (rollback). */
+export function rollsCommitBack(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return (
+    name === 'SourceWritesDuringCommit' ||
+    name === 'VerificationFailed' ||
+    name === 'CommitRolledBack'
+  );
+}
+
+/**
+ * Undoes a commit whose checks failed before the destination opened, so that no failure leaves
+ * both clusters refusing writes: unique/TTL/hidden indexes relaxed again when they were restored
+ * (the lead worker's part in a per-shard sync; the others are told through the shared record),
+ * source writes unblocked, and the job back to RUNNING with the failure remembered (progress
+ * shows it). The caller restarts change application; a later `commit` starts again.
+ */
+export async function rollBackCommit(
+  session: JobSession,
+  error: Error,
+  logger: EngineLogger,
+): Promise<void> {
+  const state = session.job.commit;
+  const step = state?.failed?.step ?? state?.step ?? 'started';
+  const lead = !session.job.shard || session.job.shard.id === session.job.shard.coordinatorID;
+  if (lead && commitStepIndex(state?.step) >= commitStepIndex('indexesRestored')) {
+    await relaxRestoredIndexes(session.destination, session.job.namespaces);
+  }
+  await announceRollback(session, { step, error: error.name, message: error.message });
+  if (state?.sourceBlocked || session.job.request.enableUserWriteBlocking) {
+    await session.source.setUserWriteBlocking(false);
+  }
+  await session.save((job) => {
+    job.state = 'RUNNING';
+    delete job.commit;
+    job.commitRollback = { step, error: error.name, message: error.message, at: new Date() };
+  });
+  logger.warn('commit rolled back: the source accepts writes again and the sync runs on', {
+    step,
+    error: `${error.name}: ${error.message}`,
+  });
 }

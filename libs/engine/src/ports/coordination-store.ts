@@ -26,6 +26,8 @@ export interface CoordinationRecord {
   balancers: { source: string | null; destination: string | null };
   /** Commit step name → the workers that have done it (`requested`: received `commit`). */
   commitSteps: Record<string, string[]>;
+  /** The last commit's rollback (its checks failed): every worker rolls back too. */
+  commitRolledBack?: { step: string; error: string; message: string } | null;
   /** The commit point and destination time the coordinator took (followers adopt them). */
   commitPoint?: Timestamp;
   destinationTime?: Timestamp;

@@ -146,6 +146,8 @@ export interface JobRecord {
    */
   balancers?: { source: string | null; destination: string | null };
   commit?: CommitState;
+  /** The last commit that was rolled back (its checks failed before the destination opened). */
+  commitRollback?: { step: string; error: string; message: string; at: Date };
   failure?: FailureRecord;
   /** The last state-changing commands applied, by command id (re-delivered ones apply once). */
   commands?: CommandRecord[];

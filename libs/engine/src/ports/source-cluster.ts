@@ -113,6 +113,15 @@ export class SourceNamespaceChangedError extends Error {
   }
 }
 
+/** One write a change stream showed (`writesAfter`). */
+export interface SourceWrite {
+  namespace: string;
+  operation: string;
+  /** The document's `_id` as canonical Extended JSON, for document events. */
+  id?: string;
+  clusterTime?: Timestamp;
+}
+
 /**
  * The source cluster as the copy phase sees it. Documents are `bson` Documents decoded with
  * promoteValues/promoteLongs/promoteBuffers false and bsonRegExp true, so that every BSON type
@@ -189,6 +198,12 @@ export interface SourceCluster {
    * change stream is guaranteed to reach (the commit point).
    */
   writeNoop(message: string): Promise<Timestamp>;
+  /**
+   * Writes the source's change stream shows after `point` up to now, in user namespaces (a
+   * client that bypasses write blocking writes during a commit): at most `limit`, oldest first.
+   * Optional: without it the commit cannot see such writes.
+   */
+  writesAfter?(point: Timestamp, limit: number): Promise<SourceWrite[]>;
   /**
    * The change history the source still holds (first and last entries of `local.oplog.rs` in
    * natural order, as `rs.printReplicationInfo()` reads them): one window for a replica set, one

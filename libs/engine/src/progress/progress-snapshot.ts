@@ -135,7 +135,17 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
     waitingFor: src.waitingFor ?? null,
     warnings:
       runner && src.state !== 'COMMITTED'
-        ? [...runner.historyGuard.warnings, ...runner.balancers.warnings]
+        ? [
+            ...runner.historyGuard.warnings,
+            ...runner.balancers.warnings,
+            ...(job?.commitRollback && src.state === 'RUNNING'
+              ? [
+                  src.redact(
+                    `CommitRolledBack: the last commit was rolled back at step ${job.commitRollback.step} (${job.commitRollback.error}: ${job.commitRollback.message}); the source accepts writes again and the sync runs on — call commit again once the cause is gone.`,
+                  ),
+                ]
+              : []),
+          ]
         : [],
     retries: runner?.retries ?? 0,
     retriedOperations: runner?.retriedOperations.total ?? 0,

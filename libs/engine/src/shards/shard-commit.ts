@@ -37,6 +37,8 @@ export class ShardCommit {
 
   /** Records that this worker received `commit`; resolves when every worker has. */
   async requested(): Promise<void> {
+    // A new commit: a rollback of an earlier one is history now.
+    await this.store.set({ commitRolledBack: null });
     await this.store.markStep('requested', this.shard.id);
     await this.waitAll('requested', 'commit');
   }
@@ -54,8 +56,12 @@ export class ShardCommit {
     }
     const record = await waitForCoordination(
       this.store,
-      (r) =>
-        (r?.commitSteps?.[step.name] ?? []).includes(this.shard.coordinatorID) ? r! : undefined,
+      (r) => {
+        if (r?.commitRolledBack) throw new CommitRolledBackError(r.commitRolledBack);
+        return (r?.commitSteps?.[step.name] ?? []).includes(this.shard.coordinatorID)
+          ? r!
+          : undefined;
+      },
       this.deps,
       () => `commit: waiting for the lead worker ${this.shard.coordinatorID} (${step.name})`,
     );
@@ -112,4 +118,27 @@ export async function anotherWorkerCommits(session: JobSession): Promise<boolean
   if (!shard || !session.coordination) return false;
   const shared = await session.coordination.load();
   return (shared?.commitSteps?.requested ?? []).some((id) => id !== shard.id);
+}
+
+/**
+ * A per-shard commit rolled back (its checks failed before the destination opened): every
+ * worker waiting on the lead worker hears it (CommitRolledBack) and rolls back too; the steps
+ * start afresh with the next `commit`. A lone worker has nothing to tell.
+ */
+export async function announceRollback(
+  session: JobSession,
+  failure: { step: string; error: string; message: string },
+): Promise<void> {
+  if (!session.job.shard || !session.coordination) return;
+  await session.coordination.set({ commitSteps: {}, commitRolledBack: failure });
+}
+
+/** The lead worker rolled the commit back: this worker's commit ends the same way. */
+export class CommitRolledBackError extends Error {
+  constructor(failure: { step: string; error: string; message: string }) {
+    super(
+      `the commit was rolled back at step ${failure.step}: ${failure.error}: ${failure.message}`,
+    );
+    this.name = 'CommitRolledBack';
+  }
 }
