@@ -182,9 +182,12 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     // root bypasses write blocking: as every client does when authorization is off.
     const bypassing = c.src.db(testDb('shop')).collection<AnyDoc>('orders');
     let writeDuringCommit = true;
+    let during: unknown;
     const { job } = await crashableEngine(c, {
       ...VERIFY_TUNING,
       onCommitStep: async (step) => {
+        // While COMMITTING, progress shows the step and how long the source has been blocked.
+        if (step === 'verified' && !writeDuringCommit) during = job.progress().commit;
         if (step === 'drained' && writeDuringCommit) {
           writeDuringCommit = false;
           await bypassing.insertOne({ _id: 'sneaked-in', n: new Int32(1) });
@@ -219,6 +222,11 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
       'COMMITTED',
       () => JSON.stringify(job.progress()),
     );
+    expect(during).toMatchObject({ step: 'verified', sourceBlockedSeconds: expect.any(Number) });
+    // Once writable: the measured downtime (source blocked → destination writable).
+    const downtime = (job.progress().commit as { cutoverSeconds: number }).cutoverSeconds;
+    expect(downtime).toBeGreaterThanOrEqual(0);
+    expect(downtime).toBeLessThan(60);
     await expectEqualClusters(c);
     expect(
       await c.dst

@@ -51,6 +51,7 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     scope: 'everyWorker',
     async run(ctx) {
       if (!blocking(ctx)) return;
+      ctx.state.sourceBlockedAt ??= new Date(ctx.clock.now());
       await ctx.session.source.setUserWriteBlocking(true);
       ctx.state.sourceBlocked = true;
     },
@@ -120,7 +121,15 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     name: 'destinationUnblocked',
     scope: 'oncePerSync',
     async run(ctx) {
-      if (blocking(ctx)) await ctx.session.destination.setUserWriteBlocking(false);
+      if (!blocking(ctx)) return;
+      await ctx.session.destination.setUserWriteBlocking(false);
+      const since = ctx.state.sourceBlockedAt;
+      if (since) {
+        ctx.state.cutoverSeconds = Math.round((ctx.clock.now() - since.getTime()) / 10) / 100;
+        ctx.logger.info('cutover: the destination accepts writes', {
+          downtimeSeconds: ctx.state.cutoverSeconds,
+        });
+      }
     },
   },
   {
@@ -205,11 +214,14 @@ export async function runCommitSteps(
   }
   for (let i = commitStepIndex(state.step) + 1; i < COMMIT_STEPS.length; i++) {
     const step = COMMIT_STEPS[i]!;
+    const began = ctx.clock.now();
+    let stepMs = 0;
     try {
       const where = shared
         ? await shared.before(step, COMMIT_STEPS[i - 1]?.name ?? 'requested', state)
         : 'run';
       if (where === 'run') await runWithRetries(ctx, step.name, () => step.run({ ...ctx, state }));
+      stepMs = ctx.clock.now() - began;
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       ctx.logger.error('commit step failed; call commit again to retry it', {
@@ -229,7 +241,7 @@ export async function runCommitSteps(
     state.step = step.name;
     await session.save((job) => void (job.commit = { ...state }));
     await shared?.after(step.name);
-    ctx.logger.info('commit step done', { step: step.name });
+    ctx.logger.info('commit step done', { step: step.name, ms: stepMs });
     await afterStep?.(step.name);
   }
 }

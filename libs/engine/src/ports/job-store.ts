@@ -99,6 +99,10 @@ export interface CommitState {
   destinationTime?: Timestamp;
   /** Set while the source is write-blocked by this sync (shown in progress). */
   sourceBlocked?: boolean;
+  /** When this worker blocked the source (the application's downtime starts). */
+  sourceBlockedAt?: Date;
+  /** Seconds from the source blocked to the destination writable: the measured downtime. */
+  cutoverSeconds?: number;
   /** The step that failed last and why (commit may be called again to retry it). */
   failed?: { step: string; error: string; message: string };
 }

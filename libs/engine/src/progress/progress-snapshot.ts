@@ -4,6 +4,7 @@ import type { SyncRunner } from '../job/sync-runner';
 import { commitStepIndex, destinationWritable } from '../operations/commit';
 import { buildProgress, type ProgressInputs } from './progress-report';
 import type { VerificationStatus } from '../verify/verification';
+import type { CommitState } from '../ports/job-store';
 
 /**
  * A raw, mergeable progress snapshot of one instance: numbers and states only, no rendering.
@@ -14,6 +15,11 @@ export interface ProgressSnapshot extends ProgressInputs {
   /** The source is write-blocked by this sync's commit (and stays so after COMMITTED). */
   sourceWriteBlocked: boolean;
   commitStep: string | null;
+  /**
+   * The cutover: while COMMITTING, seconds since the source was write-blocked; once the
+   * destination accepts writes, the measured downtime (source blocked → destination writable).
+   */
+  cutover?: { sourceBlockedSeconds?: number; cutoverSeconds?: number };
   commitFailure: { step: string; error: string; message: string } | null;
   failureDetail: { error: string; namespace?: string; eventTime?: string } | null;
   /** A transient failure being retried (the sync goes on by itself). */
@@ -110,6 +116,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
     failure: failureText,
     sourceWriteBlocked: job?.commit?.sourceBlocked === true,
     commitStep: step,
+    ...cutoverOf(job?.commit, src.state),
     commitFailure: job?.commit?.failed ?? null,
     failureDetail: persisted
       ? {
@@ -181,6 +188,9 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
         ? 'the commit handed writes over to the destination'
         : 'the commit blocked writes on the source; it stays blocked until the commit completes';
   }
+  if (snapshot.commitStep && (snapshot.state === 'COMMITTING' || snapshot.state === 'COMMITTED')) {
+    progress.commit = { step: snapshot.commitStep, ...snapshot.cutover };
+  }
   if (snapshot.commitFailure) {
     progress.commitFailure = {
       ...snapshot.commitFailure,
@@ -244,6 +254,7 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
       : null,
     failure: snapshots.find((s) => s.failure)?.failure ?? null,
     sourceWriteBlocked: snapshots.some((s) => s.sourceWriteBlocked),
+    ...mergeCutover(snapshots),
     waitingFor: snapshots.find((s) => s.waitingFor)?.waitingFor ?? null,
     namespaces: {
       total: snapshots.reduce((sum, s) => sum + s.namespaces.total, 0),
@@ -328,4 +339,33 @@ function mergeVerification(all: Array<VerificationStatus | null>): VerificationS
  */
 function namedText(name: string, message: string): string {
   return message.startsWith(name) ? message : `${name}: ${message}`;
+}
+
+function cutoverOf(
+  commit: CommitState | undefined,
+  state: SyncState,
+): { cutover?: ProgressSnapshot['cutover'] } {
+  if (!commit?.sourceBlockedAt) return {};
+  if (commit.cutoverSeconds !== undefined)
+    return { cutover: { cutoverSeconds: commit.cutoverSeconds } };
+  if (state !== 'COMMITTING') return {};
+  const seconds = (Date.now() - commit.sourceBlockedAt.getTime()) / 1000;
+  return { cutover: { sourceBlockedSeconds: Math.max(0, Math.round(seconds * 10) / 10) } };
+}
+
+/** The longest source block and the longest measured downtime over the instances. */
+function mergeCutover(snapshots: ProgressSnapshot[]): { cutover?: ProgressSnapshot['cutover'] } {
+  const blocked = snapshots.flatMap((s) =>
+    s.cutover?.sourceBlockedSeconds !== undefined ? [s.cutover.sourceBlockedSeconds] : [],
+  );
+  const downtime = snapshots.flatMap((s) =>
+    s.cutover?.cutoverSeconds !== undefined ? [s.cutover.cutoverSeconds] : [],
+  );
+  if (blocked.length === 0 && downtime.length === 0) return {};
+  return {
+    cutover: {
+      ...(blocked.length ? { sourceBlockedSeconds: Math.max(...blocked) } : {}),
+      ...(downtime.length ? { cutoverSeconds: Math.max(...downtime) } : {}),
+    },
+  };
 }
