@@ -93,8 +93,16 @@ describeOn('shardedClusters')('per-shard claim fencing (takeover by a second ins
       epoch: 1,
     });
 
-    // A second process for shard1 (the old one's heartbeat is 2 s stale by the destination's
-    // clock): it takes the claim over (epoch 2) and fences the old epoch off at once.
+    // The destination now sees the old holder's claim as stale while the holder still believes
+    // its 10-min lease runs (what a process frozen without its monotonic clock noticing, or a
+    // claim document restored from an old backup, would look like): only the claim epoch on
+    // the metadata writes can stop it. (Instances take a claim over only after the LONGER of
+    // both stale limits, so a live holder with a longer lease is never taken over by itself.)
+    await internal
+      .collection('workers')
+      .updateOne({ _id: shard1 as never }, { $set: { heartbeatAt: new Date(0), staleMs: 2_000 } });
+    // A second process for shard1: it takes the claim over (epoch 2) and fences the old epoch
+    // off at once.
     const successor = await worker(shard1, { staleMs: 2_000, renewMs: 300 });
     expect(await internal.collection('workers').findOne({ _id: shard1 as never })).toMatchObject({
       epoch: 2,
