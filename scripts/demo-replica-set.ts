@@ -116,6 +116,12 @@ async function main(): Promise<void> {
     say(
       `\nCOMMITTED: canWrite=${progress.canWrite}, info="${progress.info}", lag ${progress.lagTimeSeconds}s.`,
     );
+    const downtime = (progress.commit as { cutoverSeconds?: number } | undefined)?.cutoverSeconds;
+    if (downtime !== undefined) {
+      say(
+        `Measured downtime: ${downtime.toFixed(2)} s from the source refusing writes to the destination accepting them.`,
+      );
+    }
     say(
       `The source now refuses the application's writes (${writer.stats.lastError ?? 'no write was attempted after commit'}).`,
     );

@@ -345,7 +345,21 @@ export class Verification {
       settleMs: this.options.settleMs ?? 1_000,
     });
     if (metadata.length > 0 || work.length > 0) {
-      await this.check('live', session, targets, metadata, work, signal, undefined, yieldTo);
+      // The live pass gives way to change application only while it keeps up itself: a
+      // verifier starved by a steady write load would hold canCommit false for ever.
+      const keepingUp = this.tracker.caughtUp(
+        Math.max(1_000, (this.options.caughtUpMs ?? 5_000) / 2),
+      );
+      await this.check(
+        'live',
+        session,
+        targets,
+        metadata,
+        work,
+        signal,
+        undefined,
+        keepingUp ? yieldTo : undefined,
+      );
     }
     this.refreshLiveStatus(session);
   }
