@@ -312,6 +312,10 @@ export class DirtyTracker {
       range.dirty = true;
       range.checkedSeq = Math.max(range.checkedSeq, Math.min(range.seq, startSeq));
       if (!equal) range.differs += 1;
+      // What is left unchecked was written after this check started: it is that new, not as old
+      // as the first write the check covered (else a range written without pause — a capped
+      // log — would age for ever and hold canCommit false).
+      if (range.seq > startSeq) range.markedAt = Math.max(range.markedAt, now);
     }
     range.checkedAt = now;
     // The `_id`s of the range the check saw are settled with it.
@@ -335,6 +339,8 @@ export class DirtyTracker {
     entry.checkedSeq = Math.max(entry.checkedSeq, Math.min(entry.seq, startSeq));
     entry.checkedAt = this.now();
     if (!equal) entry.differs += 1;
+    // Written again after the check started: what is left unchecked is that new.
+    if (entry.seq > startSeq) entry.markedAt = Math.max(entry.markedAt, entry.checkedAt);
   }
 
   /** Every dirty `_id` of a namespace becomes its range's problem (no `readByIds`). */
