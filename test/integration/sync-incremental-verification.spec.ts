@@ -13,6 +13,9 @@ import {
 
 type AnyDoc = { _id: unknown } & Document;
 
+// Two clusters, a copy, an application and a commit per test: generous on a loaded CI machine.
+jest.setTimeout(180_000);
+
 const DOCUMENTS = 2_000;
 const VERIFY_TUNING = { verification: { recheckMs: 200 } };
 
@@ -91,7 +94,11 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
         request({ enableUserWriteBlocking: true, verification: { enabled: true, mode } }),
       );
       await waitFor(
-        () => job.progress().canCommit === true,
+        // canCommit, and the verifier caught up (the shortest cutover: the final pass reads
+        // only what the live pass has not seen yet).
+        () =>
+          job.progress().canCommit === true &&
+          (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
         60_000,
         'canCommit',
         () => JSON.stringify(job.progress().verification),
@@ -153,7 +160,13 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     });
     jobs.push(job);
     await job.start(request({ enableUserWriteBlocking: true }));
-    await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
+    await waitFor(
+      () =>
+        job.progress().canCommit === true &&
+        (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
+      60_000,
+      'canCommit and the verifier caught up',
+    );
     await job.commit();
     // The difference rolls the commit back: the application gets its source back at once.
     await waitFor(
