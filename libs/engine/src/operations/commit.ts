@@ -93,7 +93,14 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     name: 'verified',
     scope: 'oncePerSync',
     async run(ctx) {
-      await ctx.runner.verification.finalPass(ctx.session, ctx.signal);
+      try {
+        await ctx.runner.verification.finalPass(ctx.session, ctx.signal);
+      } catch (error) {
+        // A difference may be a write that bypassed the block after the commit point: name the
+        // cause (SourceWritesDuringCommit) rather than its symptom.
+        await throwIfSourceWritten(ctx);
+        throw error;
+      }
     },
   },
   {
@@ -104,10 +111,7 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     name: 'sourceQuiet',
     scope: 'oncePerSync',
     async run(ctx) {
-      const { source } = ctx.session;
-      if (!blocking(ctx) || !source.writesAfter || !ctx.state.commitPoint) return;
-      const writes = await source.writesAfter(ctx.state.commitPoint as Timestamp, 20);
-      if (writes.length > 0) throw new SourceWritesDuringCommitError(writes);
+      await throwIfSourceWritten(ctx);
     },
   },
   {
@@ -379,4 +383,12 @@ export async function rollBackCommit(
     step,
     error: `${error.name}: ${error.message}`,
   });
+}
+
+/** Throws SourceWritesDuringCommit when writes reached the source after the commit point. */
+async function throwIfSourceWritten(ctx: CommitStepContext): Promise<void> {
+  const { source } = ctx.session;
+  if (!blocking(ctx) || !source.writesAfter || !ctx.state.commitPoint) return;
+  const writes = await source.writesAfter(ctx.state.commitPoint as Timestamp, 20);
+  if (writes.length > 0) throw new SourceWritesDuringCommitError(writes);
 }
