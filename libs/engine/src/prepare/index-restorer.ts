@@ -21,10 +21,7 @@ export async function restoreRelaxedIndexes(
 ): Promise<void> {
   for (const ns of namespaces) {
     if (ns.type !== 'collection' || ns.relaxedIndexes.length === 0) continue;
-    const current = new Map<string, Document>();
-    for (const spec of await destination.listIndexes(ns.database, ns.collection)) {
-      current.set(String(spec.name), spec);
-    }
+    const current = await indexesByName(destination, ns);
     for (const index of ns.relaxedIndexes) {
       const now = current.get(index.name);
       if (!now) continue;
@@ -72,10 +69,7 @@ export async function relaxRestoredIndexes(
 ): Promise<void> {
   for (const ns of namespaces) {
     if (ns.type !== 'collection' || ns.relaxedIndexes.length === 0) continue;
-    const current = new Map<string, Document>();
-    for (const spec of await destination.listIndexes(ns.database, ns.collection)) {
-      current.set(String(spec.name), spec);
-    }
+    const current = await indexesByName(destination, ns);
     for (const index of ns.relaxedIndexes) {
       const now = current.get(index.name);
       if (!now) continue;
@@ -103,4 +97,16 @@ export async function relaxRestoredIndexes(
       }
     }
   }
+}
+
+/** The destination's indexes of a namespace, by name. */
+async function indexesByName(
+  destination: DestinationCluster,
+  ns: NamespaceRecord,
+): Promise<Map<string, Document>> {
+  const current = new Map<string, Document>();
+  for (const spec of await destination.listIndexes(ns.database, ns.collection)) {
+    current.set(String(spec.name), spec);
+  }
+  return current;
 }
