@@ -16,6 +16,7 @@ import {
   type WriteOp,
 } from '@sync/engine/apply';
 import type { ClaimGuard } from '@sync/engine';
+import { EXACT_BSON } from './exact-bson';
 
 const DUPLICATE_KEY = 11000;
 /** Two replace-upserts of one new _id can race (our write vs the copy's insert): retry a few. */
@@ -68,6 +69,16 @@ export class MongoChangeWriter implements ChangeWriter {
         setImmediate(() => this.flush());
       }
     });
+  }
+
+  async versions(ns: Namespace, id: unknown, fields: string[]): Promise<Document[]> {
+    const projection: Document = { _id: 1 };
+    for (const field of fields) projection[field] = 1;
+    return this.client
+      .db(ns.db)
+      .collection(ns.coll)
+      .find({ _id: id } as Document, { ...EXACT_BSON, projection })
+      .toArray();
   }
 
   private flush(): void {

@@ -17,7 +17,7 @@ import type {
 import { resumeTokenTime } from './resume-token';
 import { compareTimestamps, maxTimestamp } from './timestamps';
 import { assertApplicable, translateEvent, type TranslationOptions } from './translate-event';
-import { WriteLane } from './write-lane';
+import { WriteLane, type ShardKeyspace } from './write-lane';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { describeFault, isTransientFault, worthRunningAgain } from '../faults/transient';
 import { isShardClaimLost } from '../shards/claim-fence';
@@ -46,6 +46,8 @@ export interface ApplyGate {
   noteApplied(time: Timestamp | undefined): void;
   /** An empty read: an idle shard may need moving on. */
   idle(): void;
+  /** This worker's share of the source's key space (moves between shards: write-lane.ts). */
+  readonly keyspace: ShardKeyspace;
 }
 
 /**
@@ -413,7 +415,7 @@ export class ChangeApplier {
       onApplied: (seqs) => this.applied(seqs),
       onError: (error) => this.fail(error),
       retry: this.options.retry,
-      perShard: this.options.gate !== undefined,
+      ...(this.options.gate ? { keyspace: this.options.gate.keyspace } : {}),
       onMoveRepaired: (n) => (this.movesRepaired += n),
       ...(this.options.appliedWrites ? { appliedWrites: this.options.appliedWrites } : {}),
     });

@@ -1,6 +1,5 @@
 import type { ChangeEvent } from './change-event';
 import { requireFullDocument, requireKey } from './insert-event';
-import { moveByLookup } from './update-event';
 import type { WriteStep } from './write-step';
 
 /**
@@ -11,11 +10,10 @@ import type { WriteStep } from './write-step';
  * shard key, and the event cannot tell: its documentKey names the NEW key. The document is then
  * first removed by `_id` (wherever the destination holds it) and upserted under its new key.
  *
- * A per-shard worker (`perShard`) must not remove by `_id` what it wrote under another key: the
+ * A per-shard worker (`perShard`) must not remove by `_id` what another worker wrote: the
  * document may have moved to another shard since, and that shard's worker may already have
- * written the newer version. It removes every version by `_id` and writes the source's CURRENT
- * version (a lookup), which is at least as new as anything any worker wrote; the events after
- * this one, on every shard, then apply on top of it, by their full document keys.
+ * written the newer version. It retires only the versions its own shard owns under another key
+ * (see write-step.ts), then upserts the replacement under its full key.
  */
 export function translateReplace(event: ChangeEvent, perShard = false): WriteStep[] {
   const documentKey = requireKey(event);
@@ -25,7 +23,7 @@ export function translateReplace(event: ChangeEvent, perShard = false): WriteSte
     replacement: requireFullDocument(event),
   };
   if (Object.keys(documentKey).some((f) => f !== '_id')) {
-    if (perShard) return moveByLookup(documentKey);
+    if (perShard) return [{ kind: 'retire', documentKey }, replace];
     return [{ kind: 'delete', filter: { _id: documentKey._id } }, replace];
   }
   return [replace];

@@ -20,8 +20,8 @@ export type TranslationOptions = UpdateTranslationOptions &
     /**
      * A per-shard worker: other workers apply other shards' events at their own pace, so a
      * write may never remove a document by `_id` alone (the other shard's newer version of a
-     * moved document would go with it). A replace that may have changed the shard key is made
-     * exact from the source instead (see replace-event.ts).
+     * moved document would go with it). A shard-key change retires only the versions this
+     * worker's shard owns (see write-step.ts, replace-event.ts and update-event.ts).
      */
     perShard?: boolean;
   };

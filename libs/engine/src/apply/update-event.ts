@@ -19,6 +19,8 @@ export interface UpdateTranslationOptions {
    * top-level field containing dots ("a.b"), and the update falls back to a lookup.
    */
   sourceDisambiguates?: boolean;
+  /** A per-shard worker: see TranslationOptions.perShard (a shard-key change retires, never removes by `_id`). */
+  perShard?: boolean;
 }
 
 /**
@@ -55,7 +57,9 @@ export function translateUpdate(
   const documentKey = requireKey(event);
   const desc = event.updateDescription;
   if (!desc) return [{ kind: 'lookup', documentKey }];
-  if (changesShardKey(documentKey, desc)) return moveByLookup(documentKey);
+  if (changesShardKey(documentKey, desc)) {
+    return options.perShard ? retireAndLookup(documentKey) : moveByLookup(documentKey);
+  }
   const lookup: WriteStep[] = [{ kind: 'lookup', documentKey }];
   // null is treated like absence: no map means no path was resolved by the source.
   const disambiguated = desc.disambiguatedPaths ?? undefined;
@@ -131,6 +135,21 @@ function changesShardKey(documentKey: Document, desc: UpdateDescription): boolea
   return paths.some((p) =>
     keyFields.some((k) => p === k || k.startsWith(`${p}.`) || p.startsWith(`${k}.`)),
   );
+}
+
+/**
+ * A per-shard worker's document whose shard key changed on its shard: the version it held under
+ * the old key is retired (only its own shard's versions: see write-step.ts), then the document
+ * under its new key is read from the source by its full key. What the lookup finds carries that
+ * key, which this shard owns; when the document has changed key again or left the shard since,
+ * the lookup finds nothing and the events after this one, on this shard's stream, bring it to
+ * its later state.
+ */
+export function retireAndLookup(documentKey: Document): WriteStep[] {
+  return [
+    { kind: 'retire', documentKey },
+    { kind: 'lookup', documentKey },
+  ];
 }
 
 /**

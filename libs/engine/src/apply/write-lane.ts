@@ -6,7 +6,6 @@ import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/tra
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 import type { AppliedWrites } from './change-applier';
-import { moveByLookup } from './update-event';
 
 export interface WriteLaneDeps {
   writer: ChangeWriter;
@@ -17,15 +16,27 @@ export interface WriteLaneDeps {
   /** Transient failures of a bulk or a lookup are retried here before they fail the lane. */
   retry?: InPlaceRetryOptions;
   /**
-   * A per-shard worker (see TranslationOptions.perShard): a document whose halves meet under
-   * two shard keys is made exact from the source (removed by `_id`, then looked up) instead of
-   * being removed by `_id` and written from this shard's event alone.
+   * A per-shard worker (see TranslationOptions.perShard): its shard's share of the key space.
+   * It writes and removes only versions of documents whose shard key its shard owns; the halves
+   * of a move between shards meet as two versions of one `_id` and are settled from the source
+   * (see settleMove).
    */
-  perShard?: boolean;
-  /** Counts documents made exact from the source after their halves met (progress). */
+  keyspace?: ShardKeyspace;
+  /** Counts documents whose move between shards was settled after their halves met (progress). */
   onMoveRepaired?(documents: number): void;
   /** Told of each document of a batch once the whole batch is written (the verifier). */
   appliedWrites?: Pick<AppliedWrites, 'document'>;
+}
+
+/**
+ * A per-shard worker's share of a sharded source's key space (chunk ownership at T0: a chunk
+ * migration stops the sync, so the share never changes while it runs).
+ */
+export interface ShardKeyspace {
+  /** The source collection's shard key fields; undefined when it was not sharded at T0. */
+  keyFields(collectionUuid: string | undefined): string[] | undefined;
+  /** True when this worker's shard owns the document's shard-key value. */
+  owns(ns: Namespace, collectionUuid: string | undefined, doc: Document): boolean;
 }
 
 interface PendingDoc {
@@ -63,17 +74,24 @@ export class WriteLane {
     if (write.shardKeyFields) this.shardKeys.set(nsKey(write.ns), write.shardKeyFields);
     if (write.collectionUuid) this.uuids.set(nsKey(write.ns), write.collectionUuid);
     const entry = this.pending.get(write.identity);
-    if (!entry || write.supersedes) {
+    if (entry && this.deps.keyspace) {
+      // A per-shard worker: the document's versions under two shard keys are two documents
+      // (each step is addressed by its full key), run in order. Under one key, the last state
+      // replaces the pending ones — except a pending retirement of this shard's older versions.
+      if (!sameKeys([...entry.steps, ...write.steps])) entry.steps.push(...write.steps);
+      else if (write.supersedes) {
+        const retire = entry.steps.find((s) => s.kind === 'retire');
+        const steps = write.steps.some((s) => s.kind === 'retire') || !retire ? [] : [retire];
+        entry.steps = [...steps, ...write.steps];
+      } else if (overwritesLastUpdate(entry.steps, write.steps)) {
+        entry.steps[entry.steps.length - 1] = write.steps[0];
+      } else entry.steps.push(...write.steps);
+    } else if (!entry || write.supersedes) {
       const steps = [...write.steps];
       // On a sharded source the documentKey carries the shard key: a pending write under an
       // OLD key (e.g. the delete half of a shard-key move) is not covered by an upsert under
       // the new one. Superseding it, remove the document by _id first, wherever it is.
-      if (entry && this.deps.perShard) {
-        // Same document key throughout: the last state replaces the pending ones as it is.
-        // Another key: made exact from the source (never removed by `_id` alone).
-        if (!sameKeys([...entry.steps, ...steps]))
-          steps.splice(0, steps.length, ...moveByLookup(keyOf(steps[0]) ?? {}));
-      } else if (entry && [...entry.steps, ...steps].some(hasShardKeyFilter)) {
+      if (entry && [...entry.steps, ...steps].some(hasShardKeyFilter)) {
         const first = steps[0];
         const id = keyOf(first)?._id;
         if (!(first?.kind === 'delete' && Object.keys(first.filter).length === 1)) {
@@ -147,54 +165,131 @@ export class WriteLane {
     }
   }
 
-  private async writeRound(ns: Namespace, steps: WriteStep[]): Promise<void> {
+  private async writeRound(ns: Namespace, all: WriteStep[]): Promise<void> {
+    // A round holds one step per document: a document's retirement runs before its other
+    // steps, which come in later rounds.
+    const retiring = all.filter((s) => s.kind === 'retire');
+    if (retiring.length > 0) {
+      const deletes = (
+        await Promise.all(retiring.map((s) => this.retireOps(ns, keyOf(s)!)))
+      ).flat();
+      const failed = await this.write(ns, deletes);
+      if (failed.length > 0) throw writeError(ns, deletes[failed[0].index], failed[0]);
+    }
+    const steps = all.filter((s) => s.kind !== 'retire');
     const ops = await Promise.all(steps.map((s) => this.resolve(ns, s)));
     const failures = await this.write(ns, ops);
     if (failures.length === 0) return;
     // Only a replayed update that met a newer document shape (see update-event.ts) is re-read
-    // from the source; any other failure — a duplicate key, a write concern error reported per
-    // op, a replace or delete failing — stops the lane.
-    // A per-shard worker's upsert that meets another version of the document under another
-    // shard key (a duplicate `_id`: the halves of a move between shards, applied by two workers
-    // at their own pace) is made exact from the source: every version removed by `_id`, then
-    // the source's current version written.
-    const moved: WriteFailure[] = [];
+    // from the source; a per-shard worker's upsert that meets another version of its `_id` is
+    // settled from the source (settleMove); any other failure — a duplicate key, a write
+    // concern error reported per op, a replace or delete failing — stops the lane.
     const reshaped: WriteFailure[] = [];
+    const moves: Promise<void>[] = [];
     for (const failure of failures) {
       const op = ops[failure.index];
       if (
-        this.deps.perShard &&
+        this.deps.keyspace &&
         op?.kind === 'replace' &&
-        failure.code === 11000 &&
+        failure.code === DUPLICATE_KEY &&
         hasShardKeyFilter(op)
       ) {
-        moved.push(failure);
+        moves.push(this.settleMove(ns, op, failure));
       } else if (op?.kind === 'update' && isShapeConflict(failure.code)) {
         reshaped.push(failure);
       } else {
         throw writeError(ns, op, failure);
       }
     }
-    if (moved.length > 0) {
-      const byId = moved.map((f) => ({ _id: ops[f.index].filter._id as unknown }));
-      const removed = await this.write(
-        ns,
-        byId.map((filter) => ({ kind: 'delete' as const, filter })),
-      );
-      if (removed.length > 0) throw writeError(ns, undefined, removed[0]);
-      reshaped.push(...moved);
-      this.deps.onMoveRepaired?.(moved.length);
-    }
     const fallback = await Promise.all(
-      reshaped.map((f) =>
-        this.resolveLookup(
-          ns,
-          moved.includes(f) ? { _id: ops[f.index].filter._id } : ops[f.index].filter,
-        ),
-      ),
+      reshaped.map((f) => this.resolveLookup(ns, ops[f.index].filter)),
     );
-    const second = await this.write(ns, fallback);
+    const [second] = await Promise.all([this.write(ns, fallback), ...moves]);
     if (second.length > 0) throw writeError(ns, fallback[second[0].index], second[0]);
+  }
+
+  /**
+   * A per-shard worker's upsert met another version of its `_id` on the destination (one unique
+   * `_id` index holds both: an unsharded destination, one sharded on another key, or both
+   * versions on one destination shard): the halves of a move between shards, applied by two
+   * workers at their own pace. Settled from the source, read through the routers by `_id`:
+   * - the document is on another shard now, or gone: this write is superseded — the document
+   *   left this shard since, and this shard's stream removes this version later — so skipped;
+   * - it is on this shard: every other version is older (their shards' streams remove them,
+   *   later), so they are removed now and the current version is written; the events after
+   *   this one replay on top of it, as after any lookup.
+   * Another worker's write meeting this one is settled the same way, so nothing is decided by
+   * which write arrives first; a write that meets yet another version tries again. (One window
+   * stays, far narrower than a lookup's: the document leaves this shard and comes back to the
+   * other shard under the very key of a stale version, and that worker writes it between this
+   * read and this delete. The verifier's final pass would name the document.)
+   */
+  private async settleMove(
+    ns: Namespace,
+    op: Extract<WriteOp, { kind: 'replace' }>,
+    failure: WriteFailure,
+  ): Promise<void> {
+    const keyspace = this.deps.keyspace!;
+    const uuid = this.uuids.get(nsKey(ns));
+    const fields = this.sourceKeyFields(uuid, op.filter);
+    let last = failure;
+    for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
+      // The destination's versions first, then the source: every version read was written for
+      // an event older than the source read, so all are older than `current`.
+      const versions = await this.versionsOf(ns, op.filter);
+      const current = await retryInPlace(
+        `lookup in ${nsKey(ns)}`,
+        () => this.deps.lookup.findByKey(ns, { _id: op.filter._id }, uuid),
+        this.deps.retry,
+      );
+      if (attempt === 0) this.deps.onMoveRepaired?.(1);
+      if (!current || !keyspace.owns(ns, uuid, current)) return;
+      const stale = versions
+        .filter((v) => !sameKeyValues(v, current, fields))
+        .map((v) => ({ kind: 'delete' as const, filter: exactKey(v, fields) }));
+      const removed = await this.write(ns, stale);
+      if (removed.length > 0) throw writeError(ns, stale[removed[0].index], removed[0]);
+      const write = this.targeted(ns, {
+        kind: 'replace',
+        filter: exactKey(current, fields),
+        replacement: current,
+      });
+      const result = await this.write(ns, [write]);
+      if (result.length === 0) return;
+      last = result[0];
+      if (last.code !== DUPLICATE_KEY) throw writeError(ns, write, last);
+    }
+    throw writeError(ns, op, last);
+  }
+
+  /** Deletes of this shard's versions of the document under another key than `documentKey`. */
+  private async retireOps(ns: Namespace, documentKey: Document): Promise<WriteOp[]> {
+    const keyspace = this.deps.keyspace;
+    if (!keyspace) throw new Error('a retire step outside a per-shard sync');
+    const uuid = this.uuids.get(nsKey(ns));
+    const fields = this.sourceKeyFields(uuid, documentKey);
+    const versions = await this.versionsOf(ns, documentKey);
+    return versions
+      .filter((v) => keyspace.owns(ns, uuid, v) && !sameKeyValues(v, documentKey, fields))
+      .map((v) => ({ kind: 'delete' as const, filter: exactKey(v, fields) }));
+  }
+
+  /** Every version of the document's `_id` on the destination (its source shard-key fields). */
+  private versionsOf(ns: Namespace, documentKey: Document): Promise<Document[]> {
+    const read = this.deps.writer.versions;
+    if (!read) throw new Error('the destination writer cannot read versions of a document');
+    const fields = this.sourceKeyFields(this.uuids.get(nsKey(ns)), documentKey);
+    return retryInPlace(
+      `read of ${nsKey(ns)} on the destination`,
+      () => read.call(this.deps.writer, ns, documentKey._id, fields),
+      this.deps.retry,
+    );
+  }
+
+  private sourceKeyFields(uuid: string | undefined, documentKey: Document): string[] {
+    return (
+      this.deps.keyspace?.keyFields(uuid) ?? Object.keys(documentKey).filter((f) => f !== '_id')
+    );
   }
 
   /**
@@ -233,6 +328,7 @@ export class WriteLane {
 
   private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
     if (step.kind === 'lookup') return this.resolveLookup(ns, step.documentKey);
+    if (step.kind === 'retire') throw new Error('a retire step is run before its round');
     return step.kind === 'replace' ? this.targeted(ns, step) : step;
   }
 
@@ -356,7 +452,31 @@ function valueAt(doc: Document, path: string): unknown {
 /** The documentKey a step is addressed by. */
 function keyOf(step: WriteStep | undefined): Document | undefined {
   if (!step) return undefined;
-  return step.kind === 'lookup' ? step.documentKey : step.filter;
+  return step.kind === 'lookup' || step.kind === 'retire' ? step.documentKey : step.filter;
+}
+
+const DUPLICATE_KEY = 11000;
+/** A move settled from the source meets yet another version at most this often in a row. */
+const MOVE_ATTEMPTS = 5;
+
+/** The version's shard-key values equal the documentKey's (BSON bytes, type included). */
+function sameKeyValues(version: Document, documentKey: Document, fields: string[]): boolean {
+  return fields.every(
+    (f) =>
+      Buffer.compare(
+        BSON.serialize({ v: valueAt(version, f) ?? null }),
+        BSON.serialize({
+          v: (f in documentKey ? documentKey[f] : valueAt(documentKey, f)) ?? null,
+        }),
+      ) === 0,
+  );
+}
+
+/** A filter matching exactly this version: its `_id` and its shard-key values. */
+function exactKey(version: Document, fields: string[]): Document {
+  const filter: Document = { _id: version._id };
+  for (const f of fields) filter[f] = valueAt(version, f) ?? null;
+  return filter;
 }
 
 /** Every step addressed by the same document key (byte for byte). */

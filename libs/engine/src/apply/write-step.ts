@@ -7,7 +7,15 @@ import type { WriteOp } from './ports';
  * and make the destination equal to it (replace-upsert, or delete when it is gone). It is the
  * safe fallback for updates whose description cannot be replayed as-is (see update-event.ts).
  */
-export type WriteStep = WriteOp | { kind: 'lookup'; documentKey: Document };
+export type WriteStep =
+  | WriteOp
+  | { kind: 'lookup'; documentKey: Document }
+  /**
+   * Per-shard workers only: remove every version of the document (its `_id`) that this worker's
+   * shard owns under another shard key than `documentKey`'s — the version this shard held
+   * before a shard-key change. Versions owned by other shards are their workers' to change.
+   */
+  | { kind: 'retire'; documentKey: Document };
 
 /** The destination writes for one CRUD event, in the order they must run. */
 export interface DocumentWrite {

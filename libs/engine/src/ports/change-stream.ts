@@ -84,6 +84,12 @@ export interface ChangeWriter {
    * per-op failures left; throws when the whole call failed.
    */
   bulkWrite(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]>;
+  /**
+   * Every destination document with this `_id` (several on a sharded destination, one per shard
+   * key value), projected on `fields` and `_id`, decoded exactly. Needed by per-shard workers
+   * (write-lane.ts), which settle the versions of a document moved between source shards.
+   */
+  versions?(ns: Namespace, id: unknown, fields: string[]): Promise<Document[]>;
 }
 
 /** The persisted resume point of change application. */

@@ -146,6 +146,7 @@ export class PerShardTopology implements SyncTopology {
         await shardSource.writeNoop('cluster-sync: an idle shard stream moved on');
       },
       waiting: this.deps.waiting,
+      ownership: () => session.ownership,
     });
     gate.start(signal);
     return gate;

@@ -1,7 +1,10 @@
 import { Timestamp } from 'bson';
 import { ApplyError } from '../apply/errors';
 import { compareTimestamps, maxTimestamp } from '../apply/timestamps';
+import type { Namespace } from '../apply/change-event';
+import type { ShardKeyspace } from '../apply/write-lane';
 import type { Clock } from '../ports/clock';
+import type { ShardOwnership } from './ownership';
 import type { EngineLogger } from '../ports/engine-logger';
 import type {
   DdlAnnouncement,
@@ -34,6 +37,8 @@ export interface WatermarkGateDeps {
   publishMs?: number;
   /** Least time between two no-ops on an idle shard (default 500 ms). */
   advanceMs?: number;
+  /** The chunk map at T0: which shard owns a document (null before the plan is adopted). */
+  ownership?: () => ShardOwnership | null;
 }
 
 /** The first DDL of the stream, for ordering: (clusterTime, token) pairs. */
@@ -119,6 +124,19 @@ export class WatermarkGate {
     this.loop = null;
     await this.publish().catch(() => undefined);
   }
+
+  /** This worker's share of the key space, from the T0 chunk map (see write-lane.ts). */
+  readonly keyspace: ShardKeyspace = {
+    keyFields: (uuid) => {
+      const sharded = this.deps.ownership?.()?.sharded(uuid);
+      return sharded ? Object.keys(sharded.key) : undefined;
+    },
+    owns: (ns: Namespace, uuid, doc) => {
+      const ownership = this.deps.ownership?.();
+      if (!ownership) throw new ApplyError('a per-shard worker without its chunk map', false);
+      return ownership.ownerOf(ns.db, uuid, doc) === this.deps.me;
+    },
+  };
 
   /** The stream was read through `time` (every DDL up to it announced first). */
   noteRead(time: Timestamp | undefined): void {
