@@ -6,6 +6,7 @@
  *   npm run bench -- --quick      ~2-minute smoke run (CI runs it without asserting speed)
  *   npm run bench -- --cpu-prof   also CPU-profile the worker and both emulators
  *   npm run bench -- --sharded    4-shard source: one worker via the routers vs 4 per-shard workers
+ *   npm run bench -- --cutover    only the cutover runs (j)
  *
  * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
  */
@@ -34,6 +35,7 @@ import {
   type ShardedRun,
 } from './sharded';
 import { summariseProfiles } from './profile-summary';
+import { CUTOVER_TARGETS, runCutoverPhase, type CutoverResult } from './cutover';
 import {
   measureScan,
   measureWrite,
@@ -42,7 +44,7 @@ import {
   type WriteResult,
 } from './raw-rates';
 import { copyFinished, post, progress, runWorkerCopy, type CopyRun } from './worker-copy';
-import { renderTable } from './report';
+import { renderCutover, renderTable } from './report';
 
 export const TARGETS = {
   copyRatio: 0.85,
@@ -100,7 +102,13 @@ export interface BenchResult {
   time1xSeconds: number;
   time4xSeconds: number | null;
   peakRssMB1x: number;
-  targets: typeof TARGETS;
+  /** (j) the cutover with an application writing every 20 ms, verification on. */
+  cutover: CutoverResult | { skipped: string };
+  /** First refused application write → first progress with canWrite: true, at 1× (s). */
+  cutoverSeconds: number | null;
+  /** The same at the scaling run's size ÷ at 1×. */
+  cutoverGrowth4x: number | null;
+  targets: typeof TARGETS & { cutover: typeof CUTOVER_TARGETS };
   machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
   profileDir: string | null;
   workerErrors: string[];
@@ -252,6 +260,10 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       );
     }
 
+    const cutover = options.skipCutover
+      ? { skipped: '--skip-cutover' }
+      : await cutoverPhase(spec, options, profileDir);
+
     const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
     const sustained = 'skipped' in change ? null : change.sustainedOpsPerSec;
     const time4 = 'skipped' in copy4 ? null : copy4.seconds;
@@ -284,7 +296,10 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       time1xSeconds: round(copy1.seconds),
       time4xSeconds: time4 === null ? null : round(time4),
       peakRssMB1x: round(peakRssMB1x),
-      targets: TARGETS,
+      cutover,
+      cutoverSeconds: 'skipped' in cutover ? null : cutover.cutoverSeconds,
+      cutoverGrowth4x: 'skipped' in cutover ? null : cutover.cutoverGrowth4x,
+      targets: { ...TARGETS, cutover: CUTOVER_TARGETS },
       machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
       profileDir,
       workerErrors,
@@ -293,6 +308,67 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     await Promise.all([sourceClient.close(), destinationClient.close()]);
     await stopAll();
   }
+}
+
+/** (j) on fresh authenticated clusters (see cutover.ts); a failure is reported, not thrown. */
+async function cutoverPhase(
+  spec: DatasetSpec,
+  options: BenchOptions,
+  profileDir: string | null,
+): Promise<CutoverResult | { skipped: string }> {
+  return runCutoverPhase(spec, {
+    scale: options.scale,
+    skipScaling: options.skipScaling,
+    profileDir,
+    timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
+    log,
+  }).catch((error: unknown) => {
+    const skipped = `cutover failed: ${error instanceof Error ? error.message : String(error)}`;
+    log(`  ${skipped}`);
+    return { skipped };
+  });
+}
+
+/** `--cutover`: only (j). */
+async function mainCutover(options: BenchOptions): Promise<CutoverOnlyResult> {
+  const loadAvgStart = loadavg();
+  const spec: DatasetSpec = {
+    database: DATABASE,
+    collections: options.collections,
+    documents: options.documents,
+    documentBytes: options.documentBytes,
+  };
+  log(
+    `bench --cutover: ${spec.documents} documents of ~${spec.documentBytes} B over ${spec.collections} collections (and ${options.scale}×)${options.quick ? ' (quick)' : ''}; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
+  );
+  try {
+    const cutover = await cutoverPhase(spec, options, null);
+    return {
+      cutover,
+      cutoverSeconds: 'skipped' in cutover ? null : cutover.cutoverSeconds,
+      cutoverGrowth4x: 'skipped' in cutover ? null : cutover.cutoverGrowth4x,
+      dataset: spec,
+      scale: options.scale,
+      quick: options.quick,
+      targets: CUTOVER_TARGETS,
+      machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
+      profileDir: null,
+    };
+  } finally {
+    await stopAll();
+  }
+}
+
+export interface CutoverOnlyResult {
+  cutover: CutoverResult | { skipped: string };
+  cutoverSeconds: number | null;
+  cutoverGrowth4x: number | null;
+  dataset: DatasetSpec;
+  scale: number;
+  quick: boolean;
+  targets: typeof CUTOVER_TARGETS;
+  machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
+  profileDir: null;
 }
 
 /**
@@ -556,14 +632,21 @@ if (require.main === module) {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const run: Promise<BenchResult | ShardedBenchResult> = options.sharded
+  const run: Promise<BenchResult | ShardedBenchResult | CutoverOnlyResult> = options.sharded
     ? mainSharded(options)
-    : main(options);
+    : options.cutoverOnly
+      ? mainCutover(options)
+      : main(options);
   run.then(
     (result) => {
       log('');
-      for (const line of 'perShardWorkers' in result ? renderSharded(result) : renderTable(result))
-        log(line);
+      const lines =
+        'perShardWorkers' in result
+          ? renderSharded(result)
+          : 'copy1x' in result
+            ? renderTable(result)
+            : renderCutover(result.cutover, result.targets);
+      for (const line of lines) log(line);
       if (result.profileDir) {
         log('');
         log(`CPU profiles in ${result.profileDir}:`);

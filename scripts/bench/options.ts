@@ -22,6 +22,10 @@ export interface BenchOptions {
    * by four per-shard workers (`--id`); defaults to 40,000 documents in one collection (quick 4,000).
    */
   sharded: boolean;
+  /** Skip (j), the cutover runs. */
+  skipCutover: boolean;
+  /** Only (j), the cutover runs (1× without and with verification, 4× with). */
+  cutoverOnly: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -36,6 +40,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-changes          skip (d)
   --skip-scaling          skip (f)
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
+  --skip-cutover          skip (j), the cutover runs
+  --cutover               only (j): an application writing every 20 ms, verification on, commit,
+                          at 1× and at --scale × the documents (and 1× with verification off)
   --sharded               per-shard scale instead: a 4-shard source (one hashed-key collection,
                           default 40000 documents; quick 4000) into a 2-shard destination, synced
                           by one worker through the routers and by 4 per-shard workers (--id)
@@ -64,6 +71,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipScaling: false,
     skipPeer: false,
     sharded: false,
+    skipCutover: false,
+    cutoverOnly: false,
   };
   let documentsGiven = false;
   let collectionsGiven = false;
@@ -119,6 +128,12 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--sharded':
         o.sharded = true;
+        break;
+      case '--skip-cutover':
+        o.skipCutover = true;
+        break;
+      case '--cutover':
+        o.cutoverOnly = true;
         break;
       case '--cpu-prof': {
         const next = argv[i + 1];

@@ -1,4 +1,5 @@
 import type { BenchResult } from './bench';
+import type { CUTOVER_TARGETS, CutoverResult, CutoverRun } from './cutover';
 
 /** The human-readable summary (stderr): raw figures, then the ratios against their targets. */
 export function renderTable(r: BenchResult): string[] {
@@ -146,6 +147,37 @@ export function renderTable(r: BenchResult): string[] {
   lines.push(
     `worker RSS added (MB)     ${n(verify?.rssDeltaMB ?? null).padStart(8)}   ${verdict(verify?.rssDeltaMB ?? null, r.targets.verifyRssDeltaMB, true)}`,
   );
+  lines.push('', ...renderCutover(r.cutover, r.targets.cutover));
   if (r.workerErrors.length) lines.push('', `worker errors: ${r.workerErrors.join('; ')}`);
   return lines;
+}
+
+/** (j): the three runs, then the cutover figures against their targets. */
+export function renderCutover(
+  c: CutoverResult | { skipped: string },
+  t: typeof CUTOVER_TARGETS,
+): string[] {
+  if ('skipped' in c) return [`(j) cutover: skipped: ${c.skipped}`];
+  const n = (v: number | null | undefined, digits = 2): string =>
+    v === null || v === undefined ? '-' : v.toFixed(digits);
+  const verdict = (value: number | null, target: number): string =>
+    value === null ? 'not measured' : `${value <= target ? 'meets' : 'MISSES'} target ≤ ${target}`;
+  const run = (label: string, x: CutoverRun | null): string =>
+    x === null
+      ? `${label.padEnd(40)}skipped`
+      : `${label.padEnd(40)}${x.documents} docs: canCommit after ${n(x.startToCanCommitSeconds, 1)} s` +
+        (x.cutoverSeconds !== null
+          ? `, cutover ${n(x.cutoverSeconds)} s (worker: ${n(x.reportedCutoverSeconds)} s), final pass ${x.finalPass ? `${x.finalPass.documentsRead} docs in ${x.finalPass.ms} ms` : '-'}`
+          : '') +
+        `, peak RSS ${n(x.peakRssMB, 0)} MB, ${x.appWrites} app writes`;
+  return [
+    run('(j) 1×, verification off', c.withoutVerification),
+    run('(j) 1×, verification on, commit', c.at1x),
+    run('(j) scaled, verification on, commit', c.at4x),
+    `cutover seconds 1×        ${n(c.cutoverSeconds).padStart(8)}   ${verdict(c.cutoverSeconds, t.cutoverSeconds)}`,
+    `cutover seconds scaled    ${n(c.cutoverSeconds4x).padStart(8)}   ${verdict(c.cutoverSeconds4x, t.cutoverSeconds4x)}`,
+    `cutover growth            ${n(c.cutoverGrowth4x).padStart(8)}   ${verdict(c.cutoverGrowth4x, t.cutoverGrowth4x)}`,
+    `verification: canCommit time on ÷ off ${n(c.verificationTimeRatio)}   ${verdict(c.verificationTimeRatio, t.verificationTimeRatio)}`,
+    `verification: worker RSS added (MB)   ${n(c.verificationRssDeltaMB, 0)}   ${verdict(c.verificationRssDeltaMB, t.verificationRssDeltaMB)}`,
+  ];
 }

@@ -265,10 +265,13 @@ export function canCommitNow(
   if (session.job.failure || (runner.failure && !runner.retrying)) return false;
   if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
   const status = runner.status();
-  // The verifier's backlog (progress verification.caughtUp / backlog) does not hold canCommit:
-  // under a steady write load on a small machine the live pass may never empty it, and the
-  // commit's final pass reads exactly that backlog (bounded by the dirty set's caps).
-  return !status.copying && status.changeApplication?.readyToCommit === true;
+  // The verifier caught up (as mongosync since 1.17): the final pass, inside the write-blocked
+  // window, then reads only the last seconds' writes instead of what the live pass never got to.
+  return (
+    !status.copying &&
+    status.changeApplication?.readyToCommit === true &&
+    runner.verification.caughtUp(session.job)
+  );
 }
 
 /**

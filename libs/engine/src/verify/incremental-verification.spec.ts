@@ -182,7 +182,7 @@ describe('incremental verification (ranges checked once, then kept verified by w
     );
   });
 
-  it('the verifier is caught up only once the live pass has checked everything; it gives way to change application only while it keeps up', async () => {
+  it('canCommit waits for the live pass, which gives way to change application only while it keeps up', async () => {
     const s = setup();
     const controller = new AbortController();
     let held = 0;
