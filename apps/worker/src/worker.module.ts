@@ -13,6 +13,7 @@ import {
 } from '@sync/service';
 import { commandConsumerFor } from './control/command-consumer';
 import { CoordinatedEngine } from './control/coordinated-engine';
+import { MongoEpochRecord } from './control/epoch-record';
 import { WorkerAgent } from './control/worker-agent';
 import { WORKER_AGENT, WorkerAgentLifecycle } from './control/worker-agent.lifecycle';
 
@@ -36,6 +37,10 @@ export class WorkerModule {
           shardId: config.id ?? null,
           logger,
           wallClock: controlWallClock(readTestClockOffset(process.env)),
+          epochRecord: new MongoEpochRecord(
+            config.clusters.cluster1,
+            config.id ?? UNSHARDED_WORKER_ID,
+          ),
         })
       : null;
     void url.then((listening) => agent?.setUrl(listening));

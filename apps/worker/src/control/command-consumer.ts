@@ -19,8 +19,11 @@ export function commandConsumerFor(queueName: string): Type<WorkerHost> {
     }
 
     onApplicationBootstrap(): void {
+      // Not the shard's live worker (claim lost, a duplicate --id): the queue is left to the
+      // live process; a job taken meanwhile went back to the queue (NotTheLiveWorkerError).
+      this.agent.onStopConsuming(() => void this.worker.close().catch(() => undefined));
       this.agent.whenEngineReady(() => {
-        if (this.agent.isClosed || this.worker.isRunning()) return;
+        if (this.agent.isClosed || !this.agent.consumes || this.worker.isRunning()) return;
         void this.worker.run().catch(() => undefined);
       });
     }

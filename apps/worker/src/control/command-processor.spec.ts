@@ -1,6 +1,6 @@
 import { ApiError, type CommandJobData } from '@sync/contracts';
 import type { SyncEngine } from '@sync/engine';
-import { CommandProcessor } from './command-processor';
+import { CommandProcessor, NotTheLiveWorkerError } from './command-processor';
 
 function engine(): SyncEngine & { calls: string[] } {
   const calls: string[] = [];
@@ -93,4 +93,80 @@ describe('CommandProcessor', () => {
     await expect(processor.process(at('pause', 5))).resolves.toEqual({ ok: true }); // re-delivered
     expect(e.calls).toEqual(['pause']);
   });
+
+  it('keeps the highest epoch across a restart: loaded before the first command, raised before a newer one runs', async () => {
+    const stored = { epoch: 7, raises: [] as number[], loads: 0 };
+    const record = {
+      load: async () => {
+        stored.loads += 1;
+        return stored.epoch;
+      },
+      raise: async (epoch: number) => {
+        stored.raises.push(epoch);
+        stored.epoch = Math.max(stored.epoch, epoch);
+      },
+    };
+    // A restarted worker: its memory is empty, the record says 7.
+    const e = engine();
+    const restarted = new CommandProcessor(() => e, undefined, record);
+    await expect(restarted.process(job('pause', 5))).resolves.toMatchObject({
+      ok: false,
+      error: 'StaleEpoch',
+    });
+    expect(e.calls).toEqual([]);
+    await expect(restarted.process(job('pause', 7, 'p-7'))).resolves.toEqual({ ok: true });
+    expect(stored.raises).toEqual([]); // not newer: nothing to write
+    await expect(restarted.process(job('resume', 9, 'r-9'))).resolves.toMatchObject({
+      ok: false,
+      error: 'InvalidState',
+    });
+    expect(stored.raises).toEqual([9]); // persisted before the command ran
+    expect(stored.loads).toBe(1);
+    // The next restart refuses epoch 8.
+    const again = new CommandProcessor(() => e, undefined, record);
+    await expect(again.process(job('pause', 8, 'p-8'))).resolves.toMatchObject({
+      error: 'StaleEpoch',
+    });
+  });
+
+  it('a failed read of the persisted epoch is retried by the queue, never skipped', async () => {
+    const e = engine();
+    let fail = true;
+    const record = {
+      load: async () => {
+        if (fail) throw new Error('cluster1 unreachable');
+        return 3;
+      },
+      raise: async () => undefined,
+    };
+    const processor = new CommandProcessor(() => e, undefined, record);
+    await expect(processor.process(job('pause', 2))).rejects.toThrow('cluster1 unreachable');
+    expect(e.calls).toEqual([]);
+    fail = false;
+    await expect(processor.process(job('pause', 2))).resolves.toMatchObject({
+      error: 'StaleEpoch',
+    });
+  });
+
+  it.each(['ShardClaimLost', 'DuplicateShardWorker'])(
+    'a process whose engine answers %s takes no command: it goes back to the queue for the live one',
+    async (name) => {
+      const e = engine();
+      e.progress = () => {
+        throw new ApiError(name as never, 'another process holds this shard');
+      };
+      const stopped: string[] = [];
+      const processor = new CommandProcessor(
+        () => e,
+        undefined,
+        undefined,
+        (reason) => stopped.push(reason),
+      );
+      const taking = processor.process(job('commit', 1));
+      await expect(taking).rejects.toThrow(NotTheLiveWorkerError);
+      await expect(taking).rejects.toThrow(name);
+      expect(stopped).toEqual([name]);
+      expect(e.calls).toEqual([]);
+    },
+  );
 });

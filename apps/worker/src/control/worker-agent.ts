@@ -17,6 +17,7 @@ import {
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CommandProcessor } from './command-processor';
+import type { EpochRecord } from './epoch-record';
 
 export interface WorkerAgentOptions {
   redisUrl: string;
@@ -29,6 +30,8 @@ export interface WorkerAgentOptions {
    * informative: Redis stamps every heartbeat with its own TIME, which the coordinator judges.
    */
   wallClock?: () => number;
+  /** Where the highest coordinator epoch taken is kept across restarts (cluster1). */
+  epochRecord?: EpochRecord;
 }
 
 /**
@@ -42,6 +45,8 @@ export class WorkerAgent {
   private readonly redis: Redis;
   private readonly processor: CommandProcessor;
   private readonly engineWaiters: Array<() => void> = [];
+  private stopConsumer: (() => void) | null = null;
+  private consuming = true;
   private url: string | null = null;
   private readonly registeredAt: number;
   private readonly wallClock: () => number;
@@ -60,7 +65,29 @@ export class WorkerAgent {
         return this.engine;
       },
       (data) => admitCommand(this.redis, options.workerId, data),
+      options.epochRecord,
+      (reason) => this.stopConsuming(reason),
     );
+  }
+
+  /** The consumer registers how to stop it (this process is not its shard's live worker). */
+  onStopConsuming(stop: () => void): void {
+    this.stopConsumer = stop;
+  }
+
+  /** False once this process found it is not its shard's live worker: it takes no commands. */
+  get consumes(): boolean {
+    return this.consuming;
+  }
+
+  private stopConsuming(reason: string): void {
+    if (!this.consuming) return;
+    this.consuming = false;
+    this.options.logger.warn(
+      "this process is not its shard's live worker; it stops taking the shard's commands",
+      { reason },
+    );
+    this.stopConsumer?.();
   }
 
   /** The engine exists: the command consumer starts (never before, so none is taken too early). */
@@ -88,6 +115,10 @@ export class WorkerAgent {
    * registration) and publish this worker's report, stamped with Redis' TIME in one script.
    */
   async heartbeat(): Promise<void> {
+    if (this.engine) {
+      const notLive = this.processor.notLiveReason();
+      if (notLive) this.stopConsuming(notLive);
+    }
     if (this.closed || this.redis.status !== 'ready') return;
     const registration: WorkerRegistration = {
       id: this.options.workerId,
@@ -104,10 +135,10 @@ export class WorkerAgent {
   }
 
   /** The BullMQ consumer (closed by @nestjs/bullmq on shutdown) stops before this. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.closed = true;
     this.redis.disconnect();
-    return Promise.resolve();
+    await (this.options.epochRecord as { close?: () => Promise<void> } | undefined)?.close?.();
   }
 
   /** One command job from this worker's queue (CommandConsumer, @nestjs/bullmq). */
