@@ -10,7 +10,7 @@ import { CEA_TUNING, TUNING } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-/** Replica set → sharded cluster through mongos, one worker (SEED-API §2.3, SPEC §4.2). */
+/** Replica set → sharded cluster through mongos, one worker (`sharding` option). */
 describeOn('replicaSetAndShardedClusters')(
   'replica set → sharded cluster (mongos, 2 shards)',
   () => {
@@ -110,7 +110,7 @@ describeOn('replicaSetAndShardedClusters')(
       );
 
       const report = await compareClusters(src, dst, { databases: [testDb('shop')] });
-      // The supporting index the destination needed for the hashed key stays (SEED-API §1).
+      // The supporting index the destination needed for the hashed key stays after commit.
       expect(report.differences).toEqual([
         { namespace: testNs('shop.events'), problem: 'index at_hashed only on destination' },
       ]);
@@ -241,7 +241,7 @@ describeOn('replicaSetAndShardedClusters')(
   },
 );
 
-/** Sharded → sharded through the routers with a single worker (no --id), SPEC §5. */
+/** Sharded → sharded through the routers with a single worker (no --id). */
 describeOn('shardedClusters')('sharded → sharded with one worker (2 + 3 shards)', () => {
   let source: TestCluster;
   let destination: TestCluster;

@@ -3,7 +3,7 @@ import { runService } from '@sync/service';
 import { WORKER_USAGE } from './config/worker-usage';
 import { WorkerModule } from './worker.module';
 
-/** Entry point: options → logger → Nest app → listen. No logic lives here (STYLE.md §1). */
+/** Entry point: options → logger → Nest app → listen. No logic lives here. */
 void runService({
   name: 'worker',
   usage: WORKER_USAGE,

@@ -23,7 +23,7 @@ export const API_ERRORS = {
       'The instance was launched with an API token (--apiToken or SYNC_API_TOKEN) and the request did not send it as Authorization: Bearer <token>; the dashboard takes it as /#token=<token>.',
   },
 
-  // The start body and its rules (SEED-API.md §2.1–2.3, §4.1, SPEC.md §3).
+  // The start body and its rules (fields, shapes, option combinations).
   InvalidRequest: {
     httpStatus: 400,
     description:

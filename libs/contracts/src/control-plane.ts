@@ -4,7 +4,7 @@ import type { StartRequest } from './start-request';
 import type { SyncOperation } from './sync-operations';
 
 /**
- * The control plane between a coordinator and its workers, declared in one place (STYLE.md §6):
+ * The control plane between a coordinator and its workers, declared in one place:
  * Redis keys, BullMQ queue names, job names, payloads and results. Everything lives under one
  * prefix, so a Redis shared with other applications keeps these apart.
  */

@@ -1,6 +1,6 @@
 import type { Progress } from './progress';
 
-/** While IDLE every field but `state` and `canCommit` is null (SEED-API.md §3). */
+/** While IDLE every field but `state` and `canCommit` is null. */
 export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
   state: 'IDLE',
   canCommit: false,
@@ -25,7 +25,7 @@ const IDLE_EXTRAS = new Set(['instances', 'missingInstances']);
 export const CAN_COMMIT_MAX_LAG_SECONDS = 30;
 
 /**
- * The state-dependent shape of a progress snapshot (SEED-API.md §3), applied where progress is
+ * The state-dependent shape of a progress snapshot, applied where progress is
  * rendered so no engine detail can break it: IDLE reports only `state` and `canCommit` (false);
  * PAUSED has no lag.
  */

@@ -1,6 +1,6 @@
 import type { ProgressInfo, SyncState } from './sync-state';
 
-/** `progress` object of GET /api/v1/progress (SEED-API.md §2.5). */
+/** `progress` object of GET /api/v1/progress (see the top-level README's API section). */
 export interface Progress {
   state: SyncState;
   canCommit: boolean;

@@ -1,6 +1,6 @@
 /**
  * Connection strings carry credentials; they must never reach a response, a log line or an error
- * text (SPEC.md §6). These helpers are deliberately conservative: when in doubt they hide more.
+ * text. These helpers are deliberately conservative: when in doubt they hide more.
  */
 
 import { REDIS_URL_IN_TEXT, redactRedisUrl } from './redis-url';

@@ -1,4 +1,4 @@
-/** The start body of SEED-API.md §2.1–2.3, after validation and defaults. */
+/** The start body of `POST /api/v1/start`, after validation and defaults. */
 export type BuildIndexesMode = 'beforeDataCopy' | 'never';
 
 export interface CollectionsRegex {

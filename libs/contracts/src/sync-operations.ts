@@ -1,7 +1,7 @@
 import { ApiError } from './api-error';
 import type { SyncState } from './sync-state';
 
-/** The state-changing operations of the API (SPEC.md §3). */
+/** The state-changing operations of the API. */
 export type SyncOperation = 'start' | 'pause' | 'resume' | 'commit' | 'reverse';
 
 /** Where each operation is allowed; the single source for wrong-state error texts. */

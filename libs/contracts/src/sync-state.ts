@@ -1,4 +1,4 @@
-/** States of a sync instance (SPEC.md §3). */
+/** States of a sync instance. */
 export const SYNC_STATES = [
   'INITIALIZING',
   'IDLE',
@@ -11,7 +11,7 @@ export const SYNC_STATES = [
 
 export type SyncState = (typeof SYNC_STATES)[number];
 
-/** Values of `progress.info` (SEED-API.md §2.5). */
+/** Values of `progress.info`. */
 export type ProgressInfo =
   | 'collection copy'
   | 'change event application'

@@ -9,8 +9,9 @@ export interface ClusterShape {
 }
 
 /**
- * Start rules that depend on the clusters' topology (SEED-API.md §4.1 rules 3–4, §2.1.2 reversible
- * limits). Pure, so the engine and the coordinator apply the very same rules and names.
+ * Start rules that depend on the clusters' topology (which source/destination pairs are supported,
+ * when `sharding` is required or refused, and what `reversible` allows). Pure, so the engine and
+ * the coordinator apply the very same rules and names.
  */
 export function checkTopologyRules(
   request: StartRequest,

@@ -6,7 +6,7 @@ import { CLAIM_EPOCH, Fencing, isDuplicateKey } from './claim-fencing';
 import { EXACT_BSON } from './exact-bson';
 
 /**
- * The change-stream resume point, in the destination's metadata database (SPEC §4.7: all job
+ * The change-stream resume point, in the destination's metadata database (all job
  * state lives there, so a restarted worker resumes where it was). One document per sync
  * instance in `resumeData`, replaced on each save.
  *

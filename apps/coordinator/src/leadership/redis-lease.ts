@@ -11,7 +11,7 @@ end
 return 0`;
 
 /**
- * An expiring lease in Redis (STYLE.md §7): `SET key value NX PX ttl` to take it, renewal and
+ * An expiring lease in Redis: `SET key value NX PX ttl` to take it, renewal and
  * release by its owner only (a Lua script compares the value first, atomically). The value is
  * unique per acquisition (it holds a random token), so a replica that lost the lease and took
  * it again never renews its old term.

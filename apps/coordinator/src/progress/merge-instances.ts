@@ -71,12 +71,12 @@ export interface MergeInputs {
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
 
 /**
- * The sync as a whole (SEED-API §2.5 through the engine's mergeSnapshots + renderProgress) plus
- * `instances`, one per registered worker (and one per source shard no worker serves). A worker
- * that is not active keeps its last known snapshot in the sums; while any instance is not
- * active, canCommit is false (a commit could not reach it). `collectionCopy.estimatedTotalBytes`
- * is the whole sync's total on every instance, `estimatedCopiedBytes` the instance's own share
- * (as MongoDB's tool reports them: their sum is never above the total).
+ * The sync as a whole (the progress fields, through the engine's mergeSnapshots + renderProgress)
+ * plus `instances`, one per registered worker (and one per source shard no worker serves). A worker
+ * that is not active keeps its last known snapshot in the sums; while any instance is not active,
+ * canCommit is false (a commit could not reach it). `collectionCopy.estimatedTotalBytes` is the
+ * whole sync's total on every instance, `estimatedCopiedBytes` the instance's own share (as
+ * MongoDB's tool reports them: their sum is never above the total).
  */
 export function mergeInstances(inputs: MergeInputs): Progress {
   const snapshots = new Map<string, ProgressSnapshot>();

@@ -6,7 +6,7 @@ import {
 } from '../validation/mongo-validators';
 
 /**
- * `includeNamespaces[].collectionsRegex` (SEED-API.md §2.2).
+ * `includeNamespaces[].collectionsRegex`: a pattern matched against collection names.
  * Decorators run bottom-up: type checks are last in the source so they run first (see README).
  */
 export class CollectionsRegexDto {

@@ -18,8 +18,8 @@ import {
 import { CollectionsRegexDto } from './collections-regex.dto';
 
 /**
- * One element of `includeNamespaces` / `excludeNamespaces` (SEED-API.md §2.2; SPEC.md §3: the
- * exclude list has the same shape). Decorators run bottom-up: type checks first (see README).
+ * One element of `includeNamespaces` / `excludeNamespaces` (the exclude list has the same shape as
+ * the include list). Decorators run bottom-up: type checks first (see README).
  */
 export class NamespaceFilterDto {
   @IsDatabaseName()

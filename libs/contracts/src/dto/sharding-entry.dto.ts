@@ -17,7 +17,7 @@ export class ShardCollectionDto {
 }
 
 /**
- * One element of `sharding.shardingEntries` (SEED-API.md §2.3).
+ * One element of `sharding.shardingEntries`: a collection and its shard key.
  * Decorators run bottom-up: type checks first (see README).
  */
 export class ShardingEntryDto {

@@ -6,7 +6,7 @@ import { IsOptionalNotNull, IsStrictBoolean } from '../validation/mongo-validato
 import { ShardingEntryDto } from './sharding-entry.dto';
 
 /**
- * The `sharding` object of the start body (SEED-API.md §2.3).
+ * The `sharding` object of the start body (replica set → sharded cluster only).
  * Decorators run bottom-up: type checks first (see README).
  */
 export class ShardingDto {
@@ -14,7 +14,7 @@ export class ShardingDto {
   @IsOptionalNotNull()
   createSupportingIndexes?: boolean;
 
-  // Required, but may be empty: "an empty array shards nothing" (SEED-API.md §2.3).
+  // Required, but may be empty: an empty array shards nothing.
   @ValidateNested({ each: true })
   @Type(() => ShardingEntryDto)
   @IsObject({ each: true, message: 'must contain only objects' })

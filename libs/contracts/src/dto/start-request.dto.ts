@@ -19,7 +19,7 @@ import { VerificationDto } from './verification.dto';
 export const BUILD_INDEXES_MODES = ['beforeDataCopy', 'never'] as const;
 
 /**
- * The start body exactly as sent (SEED-API.md §2.1). Unknown fields are rejected at every level
+ * The start body exactly as sent. Unknown fields are rejected at every level
  * by the validator options in `validateStartRequest`; defaults are applied there, not here, so
  * this class only describes what a client may send. Decorators run bottom-up: type checks first.
  */

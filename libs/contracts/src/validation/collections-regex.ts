@@ -30,7 +30,7 @@ export function collectionsRegexOptionsProblem(options: string): string | null {
 
 export function collectionsRegexPatternProblem(pattern: string, options = ''): string | null {
   if (pattern.length === 0) return 'must not be empty';
-  // SPEC.md §6: a user's pattern must not be able to hang the service; the same checker the
+  // A user's pattern must not be able to hang the service; the same checker the
   // engine compiles with decides, so a pattern accepted here always runs.
   try {
     compileSafeRegex(pattern, options.replace(/[^imsx]/g, ''));

@@ -3,7 +3,7 @@ import type { StartRequest } from '../start-request';
 
 /**
  * Start rules that need only the request (and the configured cluster names), each with its own
- * error name (SPEC.md §3). Order: which clusters, then option combinations.
+ * error name. Order: which clusters, then option combinations.
  */
 export function checkRequestRules(request: StartRequest, clusterNames?: readonly string[]): void {
   if (clusterNames) {

@@ -111,9 +111,10 @@ export interface ApplierStats {
 const ABORTED = Symbol('aborted');
 
 /**
- * Change event application (SPEC §4 step 4). Reads the source's cluster-wide change stream from
- * T0 (or the saved resume point), routes document events to lanes by document identity, runs DDL
- * behind a barrier, and persists the resume point only where everything before it is applied.
+ * Change event application (the step after the initial copy). Reads the source's cluster-wide
+ * change stream from T0 (or the saved resume point), routes document events to lanes by document
+ * identity, runs DDL behind a barrier, and persists the resume point only where everything before
+ * it is applied.
  *
  * Lifecycle for the state machine: `run(signal)` until the signal aborts (pause/stop: lanes are
  * drained and the checkpoint saved, then it resolves) or a fatal error (it rejects, e.g. with
@@ -285,7 +286,7 @@ export class ChangeApplier {
   }
 
   /**
-   * Commit support (SPEC §4 step 5): resolves once everything up to `commitPoint` (a source
+   * Commit support: resolves once everything up to `commitPoint` (a source
    * cluster time read after the source was write-blocked) is applied on the destination and the
    * resume point is persisted. Rejects if the applier fails or stops first.
    */

@@ -9,8 +9,8 @@ import type { Timestamp } from 'bson';
 export const COMMIT_LAG_LIMIT_SECONDS = 10;
 
 /**
- * Seconds between the source's latest cluster time and the applied position (SEED-API §2.5
- * lagTimeSeconds). The applied position includes the batch high-water mark, so a source that
+ * Seconds between the source's latest cluster time and the applied position (progress
+ * `lagTimeSeconds`). The applied position includes the batch high-water mark, so a source that
  * only writes no-ops shows ~0, not a growing number.
  */
 export function lagSeconds(sourceLatest: Timestamp, applied: Timestamp | undefined): number | null {
@@ -25,7 +25,7 @@ export interface CommitReadinessInput {
   limitSeconds?: number;
 }
 
-/** SEED-API §2.5 canCommit: copy finished and change events applied with a small lag. */
+/** Progress `canCommit`: copy finished and change events applied with a small lag. */
 export function canCommit(input: CommitReadinessInput): boolean {
   const limit = input.limitSeconds ?? COMMIT_LAG_LIMIT_SECONDS;
   return (

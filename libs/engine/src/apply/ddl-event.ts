@@ -51,7 +51,7 @@ export const DDL_OPERATION_TYPES = new Set([
 
 /**
  * Translates a DDL event into destination actions, applying the namespace filter. Rename rules
- * (the filter is fixed at start, SEED-API §2.2):
+ * (the filter is fixed at start):
  * - selected → selected: rename on the destination (dropping an existing target: the source
  *   rename succeeded, so whatever sits at the target on the destination is stale);
  * - selected → not selected: the data leaves the sync, so drop the old name on the destination;

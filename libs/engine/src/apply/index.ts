@@ -1,6 +1,6 @@
 /**
- * Change event application (SPEC §4 steps 4–5): ports, pure event → write translation, lanes,
- * checkpointing and commit support. One role per file:
+ * Change event application and its part in the commit: ports, pure event → write translation,
+ * lanes, checkpointing and commit support. One role per file:
  * - ports.ts — ChangeFeed, ChangeWriter, CheckpointStore, DocumentLookup, ApplyListener
  * - translate-event.ts → insert/update/replace/delete-event.ts, ddl-event.ts
  * - write-lane.ts, lane-router.ts, checkpoint-tracker.ts, ddl-executor.ts

@@ -2,7 +2,7 @@ import type { NamespacePredicate } from './ports';
 
 import { INTERNAL_DATABASE } from '../ports/job-store';
 
-/** The engine's own metadata database on the destination (SPEC §4.7); one constant. */
+/** The engine's own metadata database on the destination (all job state); one constant. */
 export const RESERVED_DB = INTERNAL_DATABASE;
 
 /** Databases that belong to the server, never to the user. */

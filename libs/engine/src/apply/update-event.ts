@@ -8,7 +8,7 @@ export interface UpdateTranslationOptions {
   /**
    * Fall back to a lookup when one event adds sibling fields out of MongoDB's operator order
    * (only pipeline-style updates do that): `$set` would append them in lexicographic order and
-   * the destination's field order — which SPEC §4 requires to match — would differ.
+   * the destination's field order — which must match the source's — would differ.
    * Default true.
    */
   strictFieldOrder?: boolean;

@@ -39,7 +39,7 @@ const name = (r: NamespaceRecord): Namespace => ({ db: r.database, coll: r.colle
 
 /**
  * Decides what a source DDL event does (null: nothing — not selected, or already reflected by
- * the catalog because the namespace was listed after it). Rules (SEED-API §2.2 filter fixed at
+ * the catalog because the namespace was listed after it). Rules (the namespace filter is fixed at
  * start; namespaces identified by collection UUID):
  * - create: a new selected collection/view is created (no copy: its whole history follows);
  * - drop / dropDatabase: the records' destination collections are dropped;

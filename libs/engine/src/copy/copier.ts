@@ -94,7 +94,7 @@ export interface CopyTargets {
 }
 
 /**
- * SPEC §4.3: copies partitions in parallel. Each partition streams its range from the source
+ * The initial copy: copies partitions in parallel. Each partition streams its range from the source
  * and writes UNORDERED batches, with one write in flight while the next batch is read. Memory:
  * every read batch takes its bytes from one ByteBudget shared by all partitions and gives them
  * back once the destination acknowledged them, so the copier holds at most `maxBytesInFlight`

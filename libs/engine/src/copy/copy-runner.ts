@@ -26,10 +26,10 @@ export interface CopyRunnerOptions {
 }
 
 /**
- * Copies the catalog's pending collections (SPEC §4.3): partitions each one (a new partition set
- * written first, switched on by one job write), copies the partitions in parallel, then marks
- * the collections done in one job write. A crash anywhere leaves either the old set or the new
- * one in effect, never a mix; a restart copies again what is not marked done.
+ * Copies the catalog's pending collections (the initial copy): partitions each one (a new partition
+ * set written first, switched on by one job write), copies the partitions in parallel, then marks
+ * the collections done in one job write. A crash anywhere leaves either the old set or the new one
+ * in effect, never a mix; a restart copies again what is not marked done.
  */
 export class CopyRunner {
   /** Current source names by collection key (moved by source DDL during the copy). */

@@ -17,9 +17,9 @@ export const DEFAULT_PARTITIONING: PartitioningOptions = {
 };
 
 /**
- * `_id` ranges for one collection (SPEC §4.3). Split points are quantiles of a server-sorted
- * `$sample` of `_id`s: one cheap random sample, no full scan, and the SERVER orders mixed-type
- * `_id`s (MongoDB's cross-type order) so the engine never reimplements BSON comparison.
+ * `_id` ranges for one collection, copied in parallel. Split points are quantiles of a
+ * server-sorted `$sample` of `_id`s: one cheap random sample, no full scan, and the SERVER orders
+ * mixed-type `_id`s (MongoDB's cross-type order) so the engine never reimplements BSON comparison.
  * Ranges are half-open [min, max) and are read with `min()/max()` index bounds, which, unlike
  * `$gte/$lt`, are not type-bracketed: together they cover every `_id` of every type.
  * Capped collections are one natural-order partition (insertion order is what they mean).

@@ -37,7 +37,7 @@ export interface ChangeApplicationStatus {
 }
 
 /**
- * Change event application (SPEC §4.4). The job starts it once the initial copy is done, from
+ * Change event application. The job starts it once the initial copy is done, from
  * T0 (or its persisted resume point), and aborts it through `signal` (pause, shutdown, commit).
  */
 export interface ChangeApplication {

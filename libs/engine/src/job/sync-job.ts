@@ -45,7 +45,7 @@ import { ShardClaim } from '../shards/shard-claim';
 import { isShardClaimLost } from '../shards/claim-fence';
 
 /**
- * The state machine of one sync instance (SPEC §3), a facade over the operations:
+ * The state machine of one sync instance, a facade over the operations:
  *
  *   INITIALIZING → IDLE --start--> RUNNING ⇄ PAUSED (pause/resume)
  *   RUNNING --commit (canCommit)--> COMMITTING --(automatic)--> COMMITTED
@@ -210,9 +210,9 @@ export class SyncJob implements SyncEngine {
   }
 
   /**
-   * SPEC §4.5. Returns once COMMITTING is persisted; the steps then run in the background
-   * (progress: `waiting for commit to complete`, then COMMITTED / `commit completed`). In
-   * COMMITTING after a failed step, `commit` retries from that step.
+   * Commit (steps in operations/commit.ts). Returns once COMMITTING is persisted; the steps then
+   * run in the background (progress: `waiting for commit to complete`, then COMMITTED / `commit
+   * completed`). In COMMITTING after a failed step, `commit` retries from that step.
    */
   async commit(options?: CommandOptions): Promise<void> {
     if (this.seen('commit', options)) return;
@@ -247,7 +247,7 @@ export class SyncJob implements SyncEngine {
     });
   }
 
-  /** SPEC §4.6: swap roles and follow the old destination's changes from the commit point. */
+  /** Reverse: swap roles and follow the old destination's changes from the commit point. */
   async reverse(options?: CommandOptions): Promise<void> {
     if (this.seen('reverse', options)) return;
     this.guard('reverse');

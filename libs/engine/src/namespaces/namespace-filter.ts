@@ -1,7 +1,7 @@
 import type { NamespaceFilterEntry } from '@sync/contracts';
 import { compileSafeRegex } from '@sync/contracts';
 
-/** Databases the service never syncs (SPEC §3): MongoDB's own and the sync's metadata. */
+/** Databases the service never syncs: MongoDB's own and the sync's metadata. */
 export const NEVER_SYNCED_DATABASES: ReadonlySet<string> = new Set([
   'admin',
   'config',
@@ -17,7 +17,7 @@ interface CompiledEntry {
 }
 
 /**
- * includeNamespaces/excludeNamespaces (SEED-API §2.2): include is applied first, then exclude.
+ * includeNamespaces/excludeNamespaces: include is applied first, then exclude.
  * With an include list, databases not named by it are not synced. An entry with neither
  * `collections` nor `collectionsRegex` names its whole database; with both, either selects.
  * Empty arrays are treated as absent (no filter). Regexes are compiled once, here.

@@ -42,8 +42,8 @@ const blocking = (ctx: CommitStepContext) =>
   ctx.session.job.request.enableUserWriteBlocking === true;
 
 /**
- * SPEC §4.5 as a table. Each step is persisted once done (`commit.step`), so a crash or a failure
- * resumes at the first step not done; every step is idempotent for that case.
+ * The commit's steps as a table. Each step is persisted once done (`commit.step`), so a crash or a
+ * failure resumes at the first step not done; every step is idempotent for that case.
  */
 export const COMMIT_STEPS: readonly CommitStep[] = [
   {
@@ -251,7 +251,7 @@ export async function runCommitSteps(
 }
 
 /**
- * canCommit (SEED-API §2.5): the initial copy done, no collection waiting to be copied (nothing
+ * canCommit (a progress field): the initial copy done, no collection waiting to be copied (nothing
  * can re-open copying before the commit), no failure, change events applied with small lag, and
  * the embedded verifier caught up (every copied range checked once, no write unchecked for more
  * than a few seconds), so the final pass — inside the write-blocked window — reads little.

@@ -34,7 +34,7 @@ export function assertReversible(job: JobRecord | undefined, hasChangeApplicatio
 }
 
 /**
- * SPEC §4.6, the swap: the old destination becomes the source from its commit-time cluster
+ * Reverse, the swap: the old destination becomes the source from its commit-time cluster
  * time, without a copy. The new catalog is keyed by the NEW source's collection UUIDs (they
  * differ from the old source's), and the new destination's own unique / hidden / TTL indexes are
  * relaxed like before a copy — events applied in parallel may transiently collide on a unique

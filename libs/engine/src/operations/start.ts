@@ -26,7 +26,7 @@ export type TopologyCheck = (
   destination: ClusterShape,
 ) => void;
 
-/** The request rules that need no cluster (SEED-API §4.1): each has its own error name. */
+/** The request rules that need no cluster: each has its own error name. */
 export function validateRequest(
   request: StartRequest,
   clusters: ClusterDirectory,

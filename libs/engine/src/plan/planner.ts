@@ -14,12 +14,13 @@ export interface SyncPlan {
 }
 
 /**
- * SPEC §4.1. T0 is read FIRST: change events are applied from T0, so anything written while we
- * list or copy is replayed later; listing first would open a window of lost writes. Each
- * namespace is described with the source time read just before it was listed, so index DDL
- * before it is not applied again. Its indexes are read later (listIndexes): DDL between the two
- * is in the listing AND replayed, which the catalog applies idempotently, in stream order
- * (catalog/ddl-plan.ts, createIndexesAsOfEvent in catalog/event-router.ts).
+ * Planning: the start time T0 and the namespaces to sync. T0 is read FIRST: change events are
+ * applied from T0, so anything written while we list or copy is replayed later; listing first would
+ * open a window of lost writes. Each namespace is described with the source time read just before
+ * it was listed, so index DDL before it is not applied again. Its indexes are read later
+ * (listIndexes): DDL between the two is in the listing AND replayed, which the catalog applies
+ * idempotently, in stream order (catalog/ddl-plan.ts, createIndexesAsOfEvent in
+ * catalog/event-router.ts).
  */
 export async function planSync(
   source: SourceCluster,

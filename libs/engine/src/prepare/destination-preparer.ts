@@ -17,7 +17,7 @@ export class DestinationNotEmptyError extends Error {
 }
 
 /**
- * SPEC §4.2: the destination must hold nothing in the selected namespaces. Any existing
+ * The destination must hold nothing in the selected namespaces. Any existing
  * collection or view with a selected name counts (even empty): its options and indexes could
  * differ from the source's and we would silently keep them.
  */
@@ -42,9 +42,10 @@ export async function assertDestinationEmpty(
 }
 
 /**
- * SPEC §4.2: collections with their options, then indexes (relaxed), then views (after the
- * namespaces they read from). Idempotent, so a crash mid-way is repaired by running it again.
- * Returns the namespaces with `relaxedIndexes` filled (persist them: commit restores from them).
+ * Prepares the destination: collections with their options, then indexes (relaxed), then views
+ * (after the namespaces they read from). Idempotent, so a crash mid-way is repaired by running it
+ * again. Returns the namespaces with `relaxedIndexes` filled (persist them: commit restores from
+ * them).
  */
 export async function prepareDestination(
   destination: DestinationCluster,
@@ -91,7 +92,7 @@ export async function prepareCollection(
   if (plan.specs.length > 0)
     await destination.createIndexes(ns.database, ns.collection, plan.specs);
   if (ns.shardKey) {
-    // Replica set → sharded cluster (SEED-API §2.3): sharded with its key before any document
+    // Replica set → sharded cluster (`sharding` option): sharded with its key before any document
     // is copied; a supporting index the source lacks is built (and kept after commit).
     // Sharded non-unique: a unique supporting index is relaxed until commit (as every unique
     // index is), and mongod refuses `unique: true` over a non-unique index; the commit then

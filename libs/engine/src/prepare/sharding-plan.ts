@@ -31,11 +31,11 @@ function supports(index: Document, key: Document): boolean {
 }
 
 /**
- * SEED-API §2.3 at start, before anything is written: every entry names a selected collection
- * once; with createSupportingIndexes false, each key needs a supporting index on the source
- * (simple collation; declared unique ⇒ the collection is sharded unique). Returns the records
- * with `shardKey` set; with createSupportingIndexes true, a missing supporting index is named
- * for the preparer to build on the destination (it then stays after commit).
+ * The `sharding` option checked at start, before anything is written: every entry names a selected
+ * collection once; with createSupportingIndexes false, each key needs a supporting index on the
+ * source (simple collation; declared unique ⇒ the collection is sharded unique). Returns the
+ * records with `shardKey` set; with createSupportingIndexes true, a missing supporting index is
+ * named for the preparer to build on the destination (it then stays after commit).
  */
 export function planSharding(
   request: StartRequest,

@@ -18,11 +18,11 @@ export interface ProgressInputs {
 }
 
 /**
- * SEED-API §2.5 / §4.2 rules for the copy figures:
- * - before the copy starts: copied 0, total 1 (and 0 means "copy not started" to users, §4.1.6);
+ * Rules for the copy figures:
+ * - before the copy starts: copied 0, total 1 (and 0 means "copy not started" to users);
  * - during the copy: total is the planning estimate, raised to the copied figure if the source
- *   grew (collStats is an estimate; reporting copied > total would break rule 5, and rule 4
- *   allows the total to change during the copy);
+ *   grew (collStats is an estimate; copied must never exceed total, while the total may change
+ *   during the copy);
  * - when the copy ends: total := copied (100%); an empty selection reports 1/1 so that "copied
  *   > 0" still tells users the copy has begun.
  */

@@ -8,7 +8,7 @@ import type { CommitState } from '../ports/job-store';
 
 /**
  * A raw, mergeable progress snapshot of one instance: numbers and states only, no rendering.
- * `renderProgress` turns it into SEED-API §2.5 fields (plus extras); `mergeSnapshots` combines
+ * `renderProgress` turns it into the progress fields (plus extras); `mergeSnapshots` combines
  * several instances' snapshots into the global view a coordinator serves.
  */
 export interface ProgressSnapshot extends ProgressInputs {
@@ -166,7 +166,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
   };
 }
 
-/** SEED-API §2.5 fields, then extras that never replace one. */
+/** The progress fields, then extras that never replace one. */
 export function renderProgress(snapshot: ProgressSnapshot): Progress {
   const progress = buildProgress(snapshot);
   if (snapshot.state === 'IDLE') return progress;
@@ -217,9 +217,9 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
 }
 
 /**
- * The global view of several instances (SPEC §5): total bytes are global (the largest estimate
- * any instance holds), copied bytes summed, lag the worst, events summed; canCommit only when
- * every instance can; the state is the common one, or the least advanced.
+ * The global view of several instances (one worker per source shard): total bytes are global (the
+ * largest estimate any instance holds), copied bytes summed, lag the worst, events summed;
+ * canCommit only when every instance can; the state is the common one, or the least advanced.
  */
 export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot | null {
   if (snapshots.length === 0) return null;

@@ -13,7 +13,7 @@ export function sharedSyncCommitted(record: CoordinationRecord): boolean {
 }
 
 /**
- * Commit across the workers of a per-shard sync (SEED-API: commit completes only when every
+ * Commit across the workers of a per-shard sync (commit completes only when every
  * instance has received it). Each worker records every step it has done in the shared record.
  * A step every worker performs (block the source, take its commit point, drain to it) runs on
  * each; a step performed once for the sync (restore unique indexes, open the destination,

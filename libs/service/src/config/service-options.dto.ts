@@ -16,7 +16,7 @@ import { LOG_LEVELS, type LogLevel } from '../logging/log-levels';
 /** Default API port, as mongosync (27182). */
 export const DEFAULT_PORT = 27182;
 /**
- * Without an API token the API has no authentication (SPEC.md §6), so it listens on loopback
+ * Without an API token the API has no authentication, so it listens on loopback
  * unless told otherwise; a non-loopback host requires a token (see isLoopbackHost).
  */
 export const DEFAULT_HOST = '127.0.0.1';

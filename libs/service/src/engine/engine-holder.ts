@@ -4,7 +4,7 @@ import type { SyncEngine } from '@sync/engine';
 /**
  * The engine as the HTTP layer sees it. The API listens before the engine has connected and
  * restored its job, so progress can answer NotReady (503, "retry is safe") instead of the
- * port staying closed for minutes (SEED-API.md §4.2 rule 7).
+ * port staying closed for minutes.
  */
 export class EngineHolder {
   private engine: SyncEngine | null = null;

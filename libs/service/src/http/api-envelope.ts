@@ -1,6 +1,6 @@
 import type { ApiErrorName, Progress } from '@sync/contracts';
 
-/** Response bodies of the API (SEED-API.md §2.4–2.6). */
+/** Response bodies of the API: success, progress and error envelopes. */
 export interface SuccessBody {
   success: true;
 }

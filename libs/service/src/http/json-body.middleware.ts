@@ -17,7 +17,7 @@ type BodyRequest = IncomingMessage & { body?: unknown };
  * Reads and parses POST bodies itself instead of using express.json(): errors thrown from a Nest
  * middleware reach the API exception filter, so every transport failure gets its named error
  * (PayloadTooLarge, UnsupportedMediaType, MalformedJson) in the usual envelope. The body must be
- * a JSON object; `{}` when an operation takes no fields (SPEC.md §3).
+ * a JSON object; `{}` when an operation takes no fields.
  */
 @Injectable()
 export class JsonBodyMiddleware implements NestMiddleware {

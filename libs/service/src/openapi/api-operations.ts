@@ -115,7 +115,7 @@ const COMMAND_ID = ApiHeader({
 
 const SUMMARIES: Record<DocumentedOperation, string> = {
   start: 'Start a sync (IDLE → RUNNING): copy, then apply change events.',
-  progress: 'The sync state and its figures (SEED-API §2.5 fields plus extras).',
+  progress: 'The sync state and its figures (the progress fields plus extras).',
   pause: 'Pause the copy or the change event application (RUNNING → PAUSED).',
   resume: 'Resume a paused sync (PAUSED → RUNNING).',
   commit: 'Hand the application over to the destination once canCommit is true.',

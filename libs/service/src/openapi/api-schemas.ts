@@ -10,7 +10,7 @@ export const schemaRef = (name: string): SchemaObject =>
 /**
  * Every schema of the document: the start body (from its DTOs), the response envelope
  * (SuccessBody / ProgressBody / ErrorBody, api-envelope.ts) and the progress object
- * (contracts' Progress: the SEED-API §2.5 fields, then extras).
+ * (contracts' Progress: the progress fields, then extras).
  */
 export function apiSchemas(): Record<string, SchemaObject> {
   const nullable = (schema: SchemaObject): SchemaObject => ({ ...schema, nullable: true });
@@ -64,7 +64,7 @@ export function apiSchemas(): Record<string, SchemaObject> {
       ],
       additionalProperties: true,
       description:
-        'SEED-API §2.5 fields, then extras that never replace one (namespaces, verification, error, instances on the coordinator, ...).',
+        'The progress fields, then extras that never replace one (namespaces, verification, error, instances on the coordinator, ...).',
       properties: {
         state: { type: 'string', enum: [...SYNC_STATES] },
         canCommit: { type: 'boolean' },
