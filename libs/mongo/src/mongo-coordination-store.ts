@@ -163,6 +163,14 @@ export class MongoCoordinationStore implements CoordinationStore {
     );
   }
 
+  async forgetSteps(steps: readonly string[], worker: string): Promise<void> {
+    if (steps.length === 0) return;
+    await this.updateRecord(
+      { $pull: Object.fromEntries(steps.map((step) => [`commitSteps.${step}`, worker])) },
+      "forgetting an earlier commit's steps",
+    );
+  }
+
   async arrive(barrier: string, worker: string): Promise<BarrierRecord> {
     const epoch = this.fencing.check();
     const field = this.epochField();

@@ -392,11 +392,34 @@ export class ChangeApplier {
         if (route.shardKeyFields) translation.write.shardKeyFields = route.shardKeyFields;
         if (/^[0-9a-f]{32}$/.test(route.key)) translation.write.collectionUuid = route.key;
       }
+      if (this.orphan(event, translation.write.collectionUuid)) {
+        this.ignored += 1;
+        this.tracker.addDone(position);
+        return undefined;
+      }
       const seq = this.tracker.add(position);
       const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];
       lane.push(translation.write, seq);
     }
     return undefined;
+  }
+
+  /**
+   * A per-shard worker's event for a document its shard does not own (by the T0 chunk map): a
+   * write made on the shard directly, outside its chunks (an orphan). The routers never show
+   * such a document, and no worker copies it: it is left out here too.
+   */
+  private orphan(event: ChangeEvent, collectionUuid: string | undefined): boolean {
+    const keyspace = this.options.gate?.keyspace;
+    if (!keyspace || !event.documentKey || !event.ns?.coll) return false;
+    const fields = keyspace.keyFields(collectionUuid);
+    // Unsharded at T0, or a documentKey without the whole shard key: never judged an orphan.
+    if (!fields || !fields.every((f) => f in event.documentKey!)) return false;
+    return !keyspace.owns(
+      { db: event.ns.db, coll: event.ns.coll },
+      collectionUuid,
+      event.documentKey,
+    );
   }
 
   /** Opens the stream, retrying a transient failure in place (a failover while resuming). */

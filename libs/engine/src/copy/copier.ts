@@ -1,4 +1,4 @@
-import { pickTopLevelFields } from './pick-fields';
+import { EXACT, pickTopLevelFields } from './pick-fields';
 import { BSON, type Document, type Timestamp } from 'bson';
 import type { DestinationCluster, InsertResult } from '../ports/destination-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -36,13 +36,6 @@ export interface CopierOptions {
   retry?: InPlaceRetryOptions;
 }
 
-/** Decoding of a raw document that keeps every BSON type (only for routing by `keep`). */
-const EXACT = {
-  promoteValues: false,
-  promoteLongs: false,
-  promoteBuffers: false,
-  bsonRegExp: true,
-} as const;
 
 /** One read batch as the copy loop sees it, whichever path produced it. */
 interface ReadBatch<T> {

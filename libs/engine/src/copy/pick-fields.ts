@@ -1,7 +1,7 @@
 import { BSON, type Document } from 'bson';
 
 /** Decoding that keeps every BSON type exact (no promotion). */
-const EXACT = {
+export const EXACT = {
   promoteValues: false,
   promoteLongs: false,
   promoteBuffers: false,

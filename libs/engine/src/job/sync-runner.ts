@@ -368,8 +368,7 @@ export class SyncRunner {
       job.request.excludeNamespaces,
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
-    // Per-shard workers leave verification to the lead worker's final pass at commit (which
-    // then reads every range: none was checked live).
+    // Every worker verifies its own share live (a per-shard worker: what it copied and applies).
     const verifies = topology.verifiesLive && verificationEnabled(job);
     if (verifies) {
       this.livePass = this.verification.runLive(

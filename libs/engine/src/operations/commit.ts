@@ -87,11 +87,12 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     // unique indexes are restored (so `unique` is compared too), before the destination opens.
     // It reads every namespace's type, options and indexes, and of the documents only what is
     // still dirty (written since its last check) or never checked — everything in mode `full`.
-    // A difference fails the step with VerificationFailed; per-shard syncs: the coordinator
-    // verifies every namespace once all workers have drained (no range was checked live: all
-    // are read). verification.enabled false: skipped, and progress says so.
+    // A difference fails the step with VerificationFailed, and the commit rolls back. A
+    // per-shard sync: every worker checks its own share (what it copied and applied), so the
+    // step's time does not grow with the shard count; a difference on any worker rolls every
+    // worker back. verification.enabled false: skipped, and progress says so.
     name: 'verified',
-    scope: 'oncePerSync',
+    scope: 'everyWorker',
     async run(ctx) {
       try {
         await ctx.runner.verification.finalPass(ctx.session, ctx.signal);
@@ -211,6 +212,8 @@ export async function runCommitSteps(
     waiting: ctx.waiting,
   });
   if (shared) {
+    if (commitStepIndex(state.step) < 0)
+      await shared.forgetEarlierCommit(['requested', ...COMMIT_STEPS.map((s) => s.name)]);
     // Steps done before a crash may not have reached the shared record: record them again.
     for (const done of COMMIT_STEPS.slice(0, commitStepIndex(state.step) + 1))
       await shared.after(done.name);

@@ -89,6 +89,8 @@ export interface CoordinationStore {
   set(fields: Partial<Omit<CoordinationRecord, '_id'>>): Promise<void>;
   /** One atomic update: records that `worker` has done commit step `step`. */
   markStep(step: string, worker: string): Promise<void>;
+  /** One atomic update: `worker` no longer counts as having done any of `steps`. */
+  forgetSteps(steps: readonly string[], worker: string): Promise<void>;
   /** Records `worker`'s arrival at a barrier (creating it) and returns the barrier. */
   arrive(barrier: string, worker: string): Promise<BarrierRecord>;
   barrier(barrier: string): Promise<BarrierRecord | null>;

@@ -35,6 +35,15 @@ export class ShardCommit {
     return this.shard.id === this.shard.coordinatorID;
   }
 
+  /**
+   * A commit starting afresh: this worker's marks of an earlier, rolled-back commit (a step it
+   * finished after the rollback was announced) must not count for this one. Removed before
+   * `requested` is marked, so no worker can wait past a step on a stale mark.
+   */
+  async forgetEarlierCommit(steps: readonly string[]): Promise<void> {
+    await this.store.forgetSteps(steps, this.shard.id);
+  }
+
   /** Records that this worker received `commit`; resolves when every worker has. */
   async requested(): Promise<void> {
     // A new commit: a rollback of an earlier one is history now.
@@ -79,7 +88,11 @@ export class ShardCommit {
   private async waitAll(step: string, label: string): Promise<void> {
     await waitForCoordination(
       this.store,
-      (r) => (r && missingFrom(r, step).length === 0 ? true : undefined),
+      (r) => {
+        // Another worker's check failed (its share did not verify): every worker rolls back.
+        if (r?.commitRolledBack) throw new CommitRolledBackError(r.commitRolledBack);
+        return r && missingFrom(r, step).length === 0 ? true : undefined;
+      },
       this.deps,
       (r) => `${label}: waiting for ${missingFrom(r, step).join(', ') || 'the shared record'}`,
     );

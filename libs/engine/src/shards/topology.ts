@@ -76,11 +76,11 @@ export class LoneTopology implements SyncTopology {
  * prepares the destination; the others adopt its plan. Each reads only its own shard, directly:
  * the chunks its shard owned at T0 and the unsharded collections of the databases its shard is
  * primary of; its shard's own change stream, ordered with the others' by cluster-time
- * watermarks (watermark-gate.ts). The lead's final verification covers every namespace, so
- * no worker runs a live pass of its own share.
+ * watermarks (watermark-gate.ts). Each runs the embedded verifier's live pass over its own share
+ * (the documents it copies and applies: verify/shared-view.ts), and checks it again at commit.
  */
 export class PerShardTopology implements SyncTopology {
-  readonly verifiesLive = false;
+  readonly verifiesLive = true;
 
   constructor(private readonly deps: TopologyDeps) {}
 

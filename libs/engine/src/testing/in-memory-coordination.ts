@@ -52,6 +52,14 @@ export class FakeCoordinationStore implements CoordinationStore {
     if (!done.includes(worker)) done.push(worker);
   }
 
+  async forgetSteps(steps: readonly string[], worker: string): Promise<void> {
+    if (!this.record) return;
+    for (const step of steps) {
+      const done = this.record.commitSteps[step];
+      if (done) this.record.commitSteps[step] = done.filter((w) => w !== worker);
+    }
+  }
+
   async arrive(barrier: string, worker: string): Promise<BarrierRecord> {
     const record = this.barriers.get(barrier) ?? { _id: barrier, arrived: [], released: false };
     if (!record.arrived.includes(worker)) record.arrived.push(worker);

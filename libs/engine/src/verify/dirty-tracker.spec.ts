@@ -188,4 +188,46 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     advance(500);
     expect(t.plan({ all: false, recheckMs: 1_000, settleMs: 1_000 })[0]!.ids).toHaveLength(1);
   });
+
+  it('a range that differs only on listed documents is settled; those documents are re-checked alone', () => {
+    const { t, advance } = tracker();
+    t.sync([items()]);
+    const work = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    const [w] = work;
+    const [first, ...rest] = w!.ranges;
+    // The first range's digests differ on documents 3 and 7 (writes not applied yet).
+    t.rangeSettledExcept(
+      w!.state,
+      first!,
+      start,
+      [3, 7].map((id) => ({ id, identity: documentIdentity('shop', 'items', { _id: id }) })),
+    );
+    for (const r of rest) t.rangeChecked(w!.state, r, start, true);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 0, dirtyRanges: 0, dirtyDocuments: 2 });
+    // Not due before recheckMs; then only the two documents are read, not the range.
+    expect(t.plan({ all: false, recheckMs: 1_000 })).toEqual([]);
+    advance(1_000);
+    const next = t.plan({ all: false, recheckMs: 1_000 });
+    expect(next[0]!.ranges).toEqual([]);
+    expect(next[0]!.ids.map((e) => e.id)).toEqual([3, 7]);
+    const again = t.sequence;
+    for (const e of next[0]!.ids) t.documentChecked(next[0]!.state, e, again, true);
+    expect(t.backlog()).toMatchObject({ dirtyRanges: 0, dirtyDocuments: 0 });
+    expect(t.caughtUp(5_000)).toBe(true);
+  });
+
+  it('past the caps, a listed document leaves its range dirty instead', () => {
+    const { t } = tracker({ idsPerNamespace: 1 });
+    t.sync([items()]);
+    const [w] = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    t.rangeSettledExcept(
+      w!.state,
+      w!.ranges[0]!,
+      start,
+      [3, 7].map((id) => ({ id, identity: documentIdentity('shop', 'items', { _id: id }) })),
+    );
+    expect(t.backlog()).toMatchObject({ dirtyRanges: 1, dirtyDocuments: 1 });
+  });
 });

@@ -300,6 +300,38 @@ export class DirtyTracker {
     return work;
   }
 
+  /**
+   * A range's check, started at `startSeq`, found only these documents different (their full
+   * list: the range was compared document by document): the range is settled as if equal, and
+   * each of them is re-checked on its own — after `recheckMs`, like any document that differed —
+   * instead of the whole range (which, written without pause, would hardly ever read equal).
+   */
+  rangeSettledExcept(
+    state: NamespaceState,
+    range: RangeState,
+    startSeq: number,
+    differing: Array<{ id: unknown; identity: string }>,
+  ): void {
+    this.rangeChecked(state, range, startSeq, true);
+    if (!range.dirty) range.differs = 0;
+    const now = this.now();
+    for (const { id, identity } of differing) {
+      this.markDocument(state.database, state.collection, id, identity);
+      const entry = state.ids.get(identity);
+      if (!entry) {
+        // Past the caps: the range stays the problem.
+        this.markRange(range, ++this.seq);
+        range.differs += 1;
+        range.checkedAt = now;
+        continue;
+      }
+      // Found different by this check (as of its start): re-checked after the usual pause.
+      entry.checkedSeq = entry.seq;
+      entry.checkedAt = now;
+      entry.differs += 1;
+    }
+  }
+
   /** A range's check, started at `startSeq`, found both sides `equal` (or not). */
   rangeChecked(state: NamespaceState, range: RangeState, startSeq: number, equal: boolean): void {
     const now = this.now();

@@ -9,6 +9,8 @@ export type DocumentReader = Pick<SourceCluster, 'read'>;
 export interface DocumentDifference {
   /** The `_id` as canonical Extended JSON (`{"$numberInt":"5"}`). */
   id: string;
+  /** The `_id` itself, as decoded (exact types). */
+  value: unknown;
   problem: 'differs' | 'missing on destination' | 'only on destination';
 }
 
@@ -54,7 +56,7 @@ export async function diffDocuments(
   const b = read(destination)[Symbol.asyncIterator]();
   const diff: DocumentDiff = { compared: 0, differences: [] };
   const differ = (doc: Document, problem: DocumentDifference['problem']) =>
-    diff.differences.push({ id: idText(doc._id), problem });
+    diff.differences.push({ id: idText(doc._id), value: doc._id, problem });
   try {
     let x = await a.next();
     let y = await b.next();

@@ -4,6 +4,7 @@ import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-clu
 import { bytesEqual, diffDocuments, idText } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
+import type { CopyShare } from '../shards/topology';
 
 /** What the verifier reads on either side (the destination is seen through the same port). */
 export type VerifiableCluster = Pick<
@@ -13,6 +14,8 @@ export type VerifiableCluster = Pick<
 
 /** One synced namespace to verify: its name on both sides and the `_id` ranges to digest. */
 export interface VerifyTarget {
+  /** The catalog's key of the namespace (the collection UUID): dirty documents' identities. */
+  key?: string;
   database: string;
   collection: string;
   type: 'collection' | 'view';
@@ -28,6 +31,10 @@ export interface VerifyTarget {
   skipIndexes?: string[];
   /** Documents per read batch of a digest (default: the reader's). */
   batchSize?: number;
+  /** A per-shard worker's share of the documents (verify/shared-view.ts); absent: all. */
+  share?: CopyShare;
+  /** Another worker verifies the documents: only type, options and indexes are compared. */
+  metadataOnly?: boolean;
 }
 
 export interface NamespaceVerdict {
@@ -51,6 +58,12 @@ export interface NamespaceCheckOptions {
   listings?: ListingCache;
   /** A range's digest that fails transiently is read again on that side (default 5 tries). */
   retry?: InPlaceRetryOptions;
+  /**
+   * A range whose digests differ is compared document by document, listing up to this many
+   * differing `_id`s (`differing`, `complete`): the live pass then re-checks those documents
+   * alone instead of the whole range. Default: `maxSamples`.
+   */
+  listDifferences?: number;
 }
 
 /** `listCollections` once per database and side during a pass. */
@@ -112,7 +125,15 @@ export async function checkRange(
   target: VerifyTarget,
   range: IdRange,
   options: NamespaceCheckOptions,
-): Promise<{ source: number; destination: number; ids: string[]; problems: string[] }> {
+): Promise<{
+  source: number;
+  destination: number;
+  ids: string[];
+  problems: string[];
+  /** Every differing `_id` when `complete` (the comparison listed them all). */
+  differing: unknown[];
+  complete: boolean;
+}> {
   const { database, collection } = target;
   const signal = options.signal ? { signal: options.signal } : {};
   const batch = target.batchSize ? { batchSize: target.batchSize } : {};
@@ -138,18 +159,27 @@ export async function checkRange(
     ),
   ]);
   const counts = { source: s.count, destination: d.count };
-  if (s.count === d.count && s.hash === d.hash) return { ...counts, ids: [], problems: [] };
+  if (s.count === d.count && s.hash === d.hash)
+    return { ...counts, ids: [], problems: [], differing: [], complete: true };
+  const listed = Math.max(options.maxSamples ?? 5, options.listDifferences ?? 0);
   const diff = await diffDocuments(source, destination, database, collection, {
     range,
-    maxDifferences: options.maxSamples ?? 5,
+    maxDifferences: listed,
     ...signal,
     ...(target.uuid ? { uuid: target.uuid } : {}),
   });
-  const problems = diff.differences.map((x) => `document _id ${x.id} ${x.problem}`);
+  const shown = diff.differences.slice(0, options.maxSamples ?? 5);
+  const problems = shown.map((x) => `document _id ${x.id} ${x.problem}`);
   // Digests taken while writes go on may differ where a second read finds nothing: still a
   // difference to re-check, never a match.
   if (problems.length === 0) problems.push('documents changed while they were compared');
-  return { ...counts, ids: diff.differences.map((x) => x.id), problems };
+  return {
+    ...counts,
+    ids: shown.map((x) => x.id),
+    problems,
+    differing: diff.differences.map((x) => x.value),
+    complete: diff.differences.length < listed,
+  };
 }
 
 /** Documents per `readByIds` of a document re-check (one `$in` per side). */

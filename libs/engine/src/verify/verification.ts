@@ -26,6 +26,9 @@ import {
   type VerifyTarget,
 } from './namespace-verifier';
 import { runPool } from './verify-pass';
+import { documentIdentity } from '../apply/doc-key';
+import { SharedView } from './shared-view';
+import { topologyOf, type CopyShare } from '../shards/topology';
 
 /**
  * `disabled` (start with verification.enabled false), `pending` (copy not done), `live` (while
@@ -146,6 +149,12 @@ export function verificationEnabled(job: JobRecord): boolean {
 export function verificationMode(job: JobRecord): VerificationMode {
   return job.request.verification?.mode ?? 'incremental';
 }
+
+/**
+ * A live range check that finds its digests different lists up to this many differing
+ * documents, which are then re-checked alone (more: the whole range is re-read later).
+ */
+const LIVE_LISTED_DIFFERENCES = 1_000;
 
 /** DDL that replaces a namespace's documents without document events. */
 const REPLACING_DDL = new Set(['drop', 'dropDatabase', 'rename']);
@@ -393,13 +402,30 @@ export class Verification {
   }
 
   /** The tracker follows the catalog; the targets of every synced namespace, by name. */
+  /** How the work is divided (a per-shard worker verifies its own share of each namespace). */
+  private topologyOf(session: JobSession) {
+    return topologyOf(session, {
+      clock: this.options.clock,
+      logger: this.options.logger,
+      waiting: () => undefined,
+    });
+  }
+
   private follow(session: JobSession, final: boolean): Map<string, VerifyTarget> {
     const targets = new Map<string, VerifyTarget>();
     const tracked = [];
+    const topology = this.topologyOf(session);
     for (const record of session.job.namespaces) {
       if (record.copy === 'pending') continue;
+      const share = topology.initialCopyShare(session, record);
       const target = targetOf(session, record, final);
-      targets.set(`${record.database}.${record.collection}`, target);
+      const name = `${record.database}.${record.collection}`;
+      // Another worker's documents (a per-shard sync): only the metadata is compared here.
+      if (!share) {
+        targets.set(name, { ...target, ranges: [], metadataOnly: true });
+        continue;
+      }
+      targets.set(name, share.keep ? { ...target, share } : target);
       const partitions = session.partitionsOf(record.key);
       tracked.push({
         database: record.database,
@@ -442,7 +468,20 @@ export class Verification {
   ): Promise<NamespaceVerdict[]> {
     const destination = session.destinationReader;
     if (!destination) throw new Error('the destination cannot be read for verification');
+    // Metadata through the routers; documents where this worker copied them from (a per-shard
+    // worker: its own shard), seen through its share of each namespace.
     const source = session.source as VerifiableCluster;
+    const documentSource =
+      work.length > 0
+        ? ((await this.topologyOf(session).copySource(session)) as VerifiableCluster)
+        : source;
+    const sides = (target: VerifyTarget) =>
+      target.share?.keep
+        ? {
+            source: new SharedView(documentSource, target.share as ShareWithKeep),
+            destination: new SharedView(destination, target.share as ShareWithKeep),
+          }
+        : { source: documentSource, destination };
     const tracker = this.tracker;
     const status: VerificationStatus = {
       phase,
@@ -468,6 +507,7 @@ export class Verification {
       },
     };
     const check: NamespaceCheckOptions = {
+      ...(phase === 'live' ? { listDifferences: LIVE_LISTED_DIFFERENCES } : {}),
       compareUnique: phase === 'final',
       listings: new ListingCache(),
       retry,
@@ -537,8 +577,27 @@ export class Verification {
       for (const range of ranges) {
         add(name, async () => {
           const startSeq = tracker.sequence;
-          const result = await checkRange(source, destination, target, range.range, check);
-          tracker.rangeChecked(state, range, startSeq, result.problems.length === 0);
+          const side = sides(target);
+          const result = await checkRange(
+            side.source,
+            side.destination,
+            target,
+            range.range,
+            check,
+          );
+          const equal = result.problems.length === 0;
+          if (!equal && phase === 'live' && result.complete) {
+            // Only these documents differ (likely writes not applied yet): re-checked alone.
+            tracker.rangeSettledExcept(
+              state,
+              range,
+              startSeq,
+              result.differing.map((id) => ({
+                id,
+                identity: documentIdentity(target.key ?? name, '', { _id: id }),
+              })),
+            );
+          } else tracker.rangeChecked(state, range, startSeq, equal);
           if (figures) {
             figures.rangesRead += 1;
             figures.documentsRead += result.source;
@@ -556,9 +615,10 @@ export class Verification {
         const batch = ids.slice(i, i + IDS_PER_READ);
         add(name, async () => {
           const startSeq = tracker.sequence;
+          const side = sides(target);
           const result = await checkDocuments(
-            source,
-            destination,
+            side.source,
+            side.destination,
             target,
             batch.map((e) => e.id),
             check,
@@ -601,6 +661,7 @@ function targetOf(session: JobSession, record: NamespaceRecord, final: boolean):
       }));
   const never = session.job.request.buildIndexes === 'never';
   return {
+    key: record.key,
     database: record.database,
     collection: record.collection,
     type: record.type,
@@ -629,3 +690,5 @@ function readBatchDocuments(record: NamespaceRecord): number {
   const documents = Math.floor(READ_BATCH_BYTES / average);
   return Math.min(MAX_READ_BATCH_DOCUMENTS, Math.max(1, documents));
 }
+
+type ShareWithKeep = Required<Pick<CopyShare, 'keep'>> & Pick<CopyShare, 'keepFields'>;

@@ -124,9 +124,9 @@ describe('verification pass (digests per _id range, drill-down to _ids)', () => 
     items(dst).splice(0, 20);
     const diff = await diffDocuments(src, dst, 'shop', 'items', { maxDifferences: 3 });
     expect(diff.differences).toEqual([
-      { id: '{"$numberInt":"0"}', problem: 'missing on destination' },
-      { id: '{"$numberInt":"1"}', problem: 'missing on destination' },
-      { id: '{"$numberInt":"2"}', problem: 'missing on destination' },
+      { id: '{"$numberInt":"0"}', value: 0, problem: 'missing on destination' },
+      { id: '{"$numberInt":"1"}', value: 1, problem: 'missing on destination' },
+      { id: '{"$numberInt":"2"}', value: 2, problem: 'missing on destination' },
     ]);
   });
 

@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { BSON, type Document } from 'bson';
+import type { CopyShare } from '../shards/topology';
+import { EXACT, pickTopLevelFields } from '../copy/pick-fields';
+import type {
+  DigestOptions,
+  DocumentBatch,
+  RangeDigest,
+  ReadOptions,
+  SourceCluster,
+} from '../ports/source-cluster';
+import type { VerifiableCluster } from './namespace-verifier';
+
+type Readable = VerifiableCluster & Partial<Pick<SourceCluster, 'readRaw'>>;
+
+/**
+ * One side of a comparison seen through a per-shard worker's share: only the documents whose
+ * shard key its shard owned at T0 (`share.keep`). The source side is the worker's own shard
+ * (orphans left out), the destination side the whole destination (the other shards' documents
+ * left out), so each worker verifies exactly what it copied and applied, and the workers
+ * together verify every document once.
+ *
+ * A digest is computed here over the kept documents' raw bytes in `_id` order, on both sides
+ * alike (the inner digest cannot filter); reads and `_id` lookups are filtered as they come.
+ */
+export class SharedView implements VerifiableCluster {
+  constructor(
+    private readonly inner: Readable,
+    private readonly share: Required<Pick<CopyShare, 'keep'>> & Pick<CopyShare, 'keepFields'>,
+  ) {}
+
+  listCollections(database: string) {
+    return this.inner.listCollections(database);
+  }
+
+  listIndexes(database: string, collection: string) {
+    return this.inner.listIndexes(database, collection);
+  }
+
+  async *read(
+    database: string,
+    collection: string,
+    options: ReadOptions,
+  ): AsyncIterable<DocumentBatch> {
+    for await (const batch of this.inner.read(database, collection, options)) {
+      const kept: DocumentBatch = { documents: [], sizes: [], bytes: 0 };
+      batch.documents.forEach((doc, i) => {
+        if (!this.share.keep(doc)) return;
+        kept.documents.push(doc);
+        kept.sizes.push(batch.sizes[i]!);
+        kept.bytes += batch.sizes[i]!;
+      });
+      if (kept.documents.length > 0) yield kept;
+    }
+  }
+
+  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
+    const hash = createHash('sha256');
+    let count = 0;
+    let bytes = 0;
+    const read: ReadOptions = {
+      range: options.range,
+      batchSize: options.batchSize ?? 1000,
+      sortById: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
+    };
+    const add = (raw: Uint8Array) => {
+      hash.update(raw);
+      count += 1;
+      bytes += raw.byteLength;
+    };
+    const fields = this.share.keepFields;
+    if (this.inner.readRaw) {
+      for await (const batch of this.inner.readRaw(database, collection, read)) {
+        for (const raw of batch.documents) {
+          const routed = fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT);
+          if (this.share.keep(routed)) add(raw);
+        }
+      }
+    } else {
+      for await (const batch of this.read(database, collection, read)) {
+        for (const doc of batch.documents) add(BSON.serialize(doc));
+      }
+    }
+    return { count, bytes, hash: hash.digest('hex') };
+  }
+
+  async readByIds(
+    database: string,
+    collection: string,
+    ids: unknown[],
+    options?: { uuid?: string; signal?: AbortSignal },
+  ): Promise<Document[]> {
+    if (!this.inner.readByIds) throw new Error('this cluster cannot read documents by _id');
+    const found = await this.inner.readByIds(database, collection, ids, options);
+    return found.filter((doc) => this.share.keep(doc));
+  }
+}
