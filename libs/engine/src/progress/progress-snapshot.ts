@@ -21,6 +21,11 @@ export interface ProgressSnapshot extends ProgressInputs {
    */
   cutover?: { sourceBlockedSeconds?: number; cutoverSeconds?: number };
   commitFailure: { step: string; error: string; message: string } | null;
+  /**
+   * The last commit rolled back (its checks failed before the destination opened) while the
+   * sync runs on: its step and error name (the message is in `warnings`). Absent: none.
+   */
+  commitRollback?: { step: string; error: string } | null;
   failureDetail: { error: string; namespace?: string; eventTime?: string } | null;
   /** A transient failure being retried (the sync goes on by itself). */
   retrying: { error: string; retries: number } | null;
@@ -118,6 +123,10 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
     commitStep: step,
     ...cutoverOf(job?.commit, src.state),
     commitFailure: job?.commit?.failed ?? null,
+    commitRollback:
+      job?.commitRollback && src.state === 'RUNNING'
+        ? { step: job.commitRollback.step, error: job.commitRollback.error }
+        : null,
     failureDetail: persisted
       ? {
           error: persisted.error,

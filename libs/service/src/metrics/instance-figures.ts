@@ -40,7 +40,17 @@ export interface InstanceFigures {
     namespacesTotal: number;
     namespacesVerified: number;
     mismatches: number;
+    /** The incremental verifier's backlog (absent from older builds' snapshots). */
+    backlog: {
+      dirtyDocuments: number;
+      dirtyRanges: number;
+      uncheckedRanges: number;
+      oldestDirtySeconds: number;
+    } | null;
+    caughtUp: boolean | null;
   } | null;
+  /** The last commit rolled back while the sync runs on: step and error name. */
+  commitRollback: { step: string; error: string } | null;
   /** Coordinator only: the worker reported within the stale limit. */
   up?: boolean;
   /** Coordinator only: seconds since the worker's last report (null: never). */
@@ -64,6 +74,7 @@ function blank(worker: string): InstanceFigures {
     retries: null,
     retriedOperations: null,
     verification: null,
+    commitRollback: null,
   };
 }
 
@@ -92,12 +103,31 @@ export function workerLabel(id: unknown): string {
 
 function verificationOf(value: unknown): InstanceFigures['verification'] {
   if (!isObject(value) || typeof value.phase !== 'string') return null;
+  const backlog = isObject(value.backlog) ? value.backlog : null;
   return {
     phase: /^[a-z_]{1,32}$/.test(value.phase) ? value.phase : 'other',
     namespacesTotal: num(value.namespacesTotal) ?? 0,
     namespacesVerified: num(value.namespacesVerified) ?? 0,
     mismatches: num(value.mismatches) ?? 0,
+    backlog: backlog
+      ? {
+          dirtyDocuments: num(backlog.dirtyDocuments) ?? 0,
+          dirtyRanges: num(backlog.dirtyRanges) ?? 0,
+          uncheckedRanges: num(backlog.uncheckedRanges) ?? 0,
+          oldestDirtySeconds: num(backlog.oldestDirtySeconds) ?? 0,
+        }
+      : null,
+    caughtUp: typeof value.caughtUp === 'boolean' ? value.caughtUp : null,
   };
+}
+
+/** A standing commit rollback: step and error as label-safe names. */
+function rollbackOf(value: unknown): InstanceFigures['commitRollback'] {
+  if (!isObject(value)) return null;
+  const error = errorLabel(value.error);
+  const step =
+    typeof value.step === 'string' && /^[A-Za-z]{1,32}$/.test(value.step) ? value.step : 'other';
+  return error ? { step, error } : null;
 }
 
 function unique(names: Array<string | null>): string[] {
@@ -133,10 +163,12 @@ export function figuresFromSnapshot(worker: string, snapshot: unknown): Instance
       errorLabel(failureDetail?.error),
       errorLabel(commitFailure?.error),
       errorLabel(retrying?.error),
+      rollbackOf(snapshot.commitRollback)?.error ?? null,
     ]),
     retries: num(snapshot.retries),
     retriedOperations: num(snapshot.retriedOperations),
     verification: verificationOf(snapshot.verification),
+    commitRollback: rollbackOf(snapshot.commitRollback),
   };
 }
 

@@ -151,6 +151,48 @@ describe('GET /metrics on a worker', () => {
     ).toBe(1);
   });
 
+  it("exports the verifier's backlog and a rolled-back commit (step and error, never the message)", async () => {
+    engine.state = 'RUNNING';
+    engine.figures = {
+      verification: {
+        phase: 'live',
+        namespacesTotal: 3,
+        namespacesVerified: 3,
+        mismatches: 0,
+        pendingRecheck: 0,
+        samples: [],
+        backlog: {
+          dirtyDocuments: 42,
+          dirtyRanges: 1,
+          uncheckedRanges: 2,
+          oldestDirtySeconds: 6.5,
+        },
+        caughtUp: false,
+      },
+      commitRollback: { step: 'sourceQuiet', error: 'SourceWritesDuringCommit' },
+      warnings: ['CommitRolledBack: … insert on db.c (_id "secret-id")'],
+    } as never;
+    const { text, families } = await scrape();
+    expect(value(families, 'cluster_sync_verification_dirty_documents')).toBe(42);
+    expect(value(families, 'cluster_sync_verification_dirty_ranges')).toBe(1);
+    expect(value(families, 'cluster_sync_verification_unchecked_ranges')).toBe(2);
+    expect(value(families, 'cluster_sync_verification_oldest_dirty_seconds')).toBe(6.5);
+    expect(value(families, 'cluster_sync_verification_caught_up')).toBe(0);
+    const rollback = { worker: 'worker', step: 'sourceQuiet', error: 'SourceWritesDuringCommit' };
+    expect(value(families, 'cluster_sync_commit_rolled_back', rollback)).toBe(1);
+    expect(
+      value(families, 'cluster_sync_errors_total', {
+        worker: 'worker',
+        error: 'SourceWritesDuringCommit',
+      }),
+    ).toBe(1);
+    expect(text).not.toContain('secret-id');
+
+    engine.figures = {};
+    const after = await scrape();
+    expect(after.families.get('cluster_sync_commit_rolled_back')?.metrics ?? []).toEqual([]);
+  });
+
   it('refuses query parameters with a named error (it takes none)', async () => {
     const response = await fetch(`${origin}/metrics?format=prometheus&unknown=1`);
     expect(response.status).toBe(400);

@@ -159,6 +159,49 @@ export class SyncMetrics {
       },
     });
     perWorker(
+      'verification_dirty_documents',
+      'Documents written since the verifier last found them equal (checked alone by the live pass).',
+      (f) => f.verification?.backlog?.dirtyDocuments,
+    );
+    perWorker(
+      'verification_dirty_ranges',
+      '`_id` ranges the verifier has to read again whole (writes past the dirty set caps, DDL).',
+      (f) => f.verification?.backlog?.dirtyRanges,
+    );
+    perWorker(
+      'verification_unchecked_ranges',
+      'Copied `_id` ranges the verifier has not checked yet.',
+      (f) => f.verification?.backlog?.uncheckedRanges,
+    );
+    perWorker(
+      'verification_oldest_dirty_seconds',
+      'Age of the oldest write the verifier has not checked (canCommit waits while it is over 5 s).',
+      (f) => f.verification?.backlog?.oldestDirtySeconds,
+    );
+    perWorker(
+      'verification_caught_up',
+      '1 when the verifier has checked every copied range and every write older than 5 s.',
+      (f) =>
+        f.verification?.caughtUp === null || f.verification?.caughtUp === undefined
+          ? null
+          : Number(f.verification.caughtUp),
+    );
+    new Gauge<'worker' | 'step' | 'error'>({
+      name: `${METRIC_PREFIX}commit_rolled_back`,
+      help: 'The last commit rolled back (its checks failed before the destination opened; the source accepts writes again): 1 with the step and error name while the sync runs on.',
+      labelNames: ['worker', 'step', 'error'],
+      registers,
+      collect() {
+        this.reset();
+        for (const f of figures())
+          if (f.commitRollback)
+            this.set(
+              { worker: f.worker, step: f.commitRollback.step, error: f.commitRollback.error },
+              1,
+            );
+      },
+    });
+    perWorker(
       'worker_up',
       'Coordinator only: 1 when the worker reported within the stale limit, 0 when it is missing.',
       (f) => (f.up === undefined ? null : Number(f.up)),
