@@ -1,11 +1,7 @@
 import { Int32, type Document } from 'bson';
-import { silentLogger, type SyncJob } from '@sync/engine';
-import { createSyncEngine } from '@sync/mongo';
-import { MongoClient } from 'mongodb';
-import { startTestCluster, type TestCluster } from '../helpers/clusters';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { waitFor } from './copy-helpers';
-import { CEA_TUNING, TUNING } from './sync-helpers';
+import { useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
@@ -26,59 +22,28 @@ const START = {
  * ShardClaimLost while its successor carries the sync on.
  */
 describeOn('shardedClusters')('per-shard claim fencing (takeover by a second instance)', () => {
-  let source: TestCluster;
-  let destination: TestCluster;
-  let src: MongoClient;
-  let dst: MongoClient;
-  const workers: SyncJob[] = [];
-
-  const worker = async (
-    id: string,
-    shardClaim: { staleMs: number; renewMs: number },
-    onFatal?: (error: Error) => void,
-  ): Promise<SyncJob> => {
-    const engine = await createSyncEngine({
-      clusters: { cluster0: source.uri, cluster1: destination.uri },
-      id,
-      logger: silentLogger,
-      onFatal: onFatal ?? (() => undefined),
-      engine: { ...TUNING, shardClaim, balancerWatchMs: 200 },
-      changeApplication: CEA_TUNING,
-    });
-    await engine.ready;
-    workers.push(engine as unknown as SyncJob);
-    return engine as unknown as SyncJob;
-  };
-
-  beforeAll(async () => {
-    source = await startTestCluster('source', { kind: 'sharded', name: 'fsrc', shards: 2 });
-    destination = await startTestCluster('destination', {
-      kind: 'sharded',
-      name: 'fdst',
-      shards: 3,
-    });
-    src = await new MongoClient(source.uri).connect();
-    dst = await new MongoClient(destination.uri).connect();
+  const fixture = useShardedClusters({
+    source: 'fsrc',
+    destination: 'fdst',
+    sourceShards: 2,
+    destinationShards: 3,
   });
-
-  afterAll(async () => {
-    for (const w of workers) await w.close().catch(() => undefined);
-    await src?.close();
-    await dst?.close();
-    await destination?.stop();
-    await source?.stop();
-  });
+  const worker = fixture.worker;
 
   it("refuses the old holder's job and checkpoint writes after the takeover; it stops with ShardClaimLost", async () => {
+    const { source, src, dst } = fixture;
     const [shard0, shard1] = source.shards.map((s) => s._id).sort() as [string, string];
     const items = () => src.db(testDb('shop')).collection<AnyDoc>('items');
     await items().insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: new Int32(i), v: 0 })));
     await src.db('admin').command({ shardCollection: testNs('shop.items'), key: { _id: 1 } });
 
-    const coordinator = await worker(shard0, { staleMs: 2_000, renewMs: 300 });
+    const coordinator = await worker(shard0, { shardClaim: { staleMs: 2_000, renewMs: 300 } });
     const fatal: Error[] = [];
     // The old holder of shard1: its lease lasts 10 min and it renews every 5 min.
-    const old = await worker(shard1, { staleMs: 600_000, renewMs: 300_000 }, (e) => fatal.push(e));
+    const old = await worker(shard1, {
+      shardClaim: { staleMs: 600_000, renewMs: 300_000 },
+      onFatal: (e) => fatal.push(e),
+    });
     await old.start(START);
     await coordinator.start(START);
     const both = () => [coordinator, old];
@@ -103,7 +68,7 @@ describeOn('shardedClusters')('per-shard claim fencing (takeover by a second ins
       .updateOne({ _id: shard1 as never }, { $set: { heartbeatAt: new Date(0), staleMs: 2_000 } });
     // A second process for shard1: it takes the claim over (epoch 2) and fences the old epoch
     // off at once.
-    const successor = await worker(shard1, { staleMs: 2_000, renewMs: 300 });
+    const successor = await worker(shard1, { shardClaim: { staleMs: 2_000, renewMs: 300 } });
     expect(await internal.collection('workers').findOne({ _id: shard1 as never })).toMatchObject({
       epoch: 2,
     });

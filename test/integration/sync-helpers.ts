@@ -1,9 +1,15 @@
 import type { StartRequest } from '@sync/contracts';
-import { SyncJob, silentLogger, type SyncJobOptions } from '@sync/engine';
+import { SyncJob, silentLogger, type EngineLogger, type SyncJobOptions } from '@sync/engine';
 import { MongoClusterDirectory, createSyncEngine, mongoChangeApplication } from '@sync/mongo';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
-import { startTestClusters, withCredentials, type TestClusters } from '../helpers/clusters';
+import {
+  startTestCluster,
+  startTestClusters,
+  withCredentials,
+  type TestCluster,
+  type TestClusters,
+} from '../helpers/clusters';
 import { waitFor } from './copy-helpers';
 
 export { waitFor };
@@ -153,4 +159,80 @@ export async function commitAndWait(job: SyncJob): Promise<void> {
   );
   await job.commit();
   await waitFor(() => job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
+}
+
+/** Two sharded clusters and per-shard worker engines, for the per-shard specs. */
+export interface ShardedSyncFixture {
+  source: TestCluster;
+  destination: TestCluster;
+  src: MongoClient;
+  dst: MongoClient;
+  /**
+   * A worker engine (`id`: a source shard id; none: a lone worker), ready, closed after the
+   * suite. Short claim timings by default, so a takeover takes seconds.
+   */
+  worker(
+    id?: string,
+    options?: {
+      shardClaim?: { staleMs: number; renewMs: number };
+      onFatal?: (error: Error) => void;
+      logger?: EngineLogger;
+    },
+  ): Promise<SyncJob>;
+}
+
+/**
+ * Registers beforeAll/afterAll that start a sharded source and destination (emulated, or real
+ * ones through SYNC_TEST_* when set) and stop them with every worker made by `worker`. The
+ * fixture's fields are filled in beforeAll.
+ */
+export function useShardedClusters(options: {
+  source: string;
+  destination: string;
+  sourceShards: number;
+  destinationShards: number;
+  logger?: EngineLogger;
+}): ShardedSyncFixture {
+  const workers: SyncJob[] = [];
+  const fixture = {
+    async worker(id, opts = {}) {
+      const engine = await createSyncEngine({
+        clusters: { cluster0: fixture.source.uri, cluster1: fixture.destination.uri },
+        ...(id ? { id } : {}),
+        logger: opts.logger ?? options.logger ?? silentLogger,
+        ...(opts.onFatal ? { onFatal: opts.onFatal } : {}),
+        engine: {
+          ...TUNING,
+          shardClaim: opts.shardClaim ?? { staleMs: 2_000, renewMs: 300 },
+          balancerWatchMs: 200,
+        },
+        changeApplication: CEA_TUNING,
+      });
+      await engine.ready;
+      workers.push(engine as unknown as SyncJob);
+      return engine as unknown as SyncJob;
+    },
+  } as ShardedSyncFixture;
+  beforeAll(async () => {
+    fixture.source = await startTestCluster('source', {
+      kind: 'sharded',
+      name: options.source,
+      shards: options.sourceShards,
+    });
+    fixture.destination = await startTestCluster('destination', {
+      kind: 'sharded',
+      name: options.destination,
+      shards: options.destinationShards,
+    });
+    fixture.src = await new MongoClient(fixture.source.uri).connect();
+    fixture.dst = await new MongoClient(fixture.destination.uri).connect();
+  });
+  afterAll(async () => {
+    for (const w of workers) await w.close().catch(() => undefined);
+    await fixture.src?.close();
+    await fixture.dst?.close();
+    await fixture.destination?.stop();
+    await fixture.source?.stop();
+  });
+  return fixture;
 }

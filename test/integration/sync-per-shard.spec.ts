@@ -1,12 +1,11 @@
 import { Int32, type Document } from 'bson';
-import { silentLogger, type SyncJob } from '@sync/engine';
+import { silentLogger } from '@sync/engine';
 import { createSyncEngine } from '@sync/mongo';
 import { MongoClient } from 'mongodb';
-import { startTestCluster, type TestCluster } from '../helpers/clusters';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { waitFor } from './copy-helpers';
-import { CEA_TUNING, TUNING } from './sync-helpers';
+import { TUNING, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
@@ -37,45 +36,17 @@ const log = process.env.SYNC_TEST_LOG
 describeOn('shardedClusters')(
   'sharded → sharded, one worker per source shard (2 → 3 shards)',
   () => {
-    let source: TestCluster;
-    let destination: TestCluster;
-    let src: MongoClient;
-    let dst: MongoClient;
-    const workers: SyncJob[] = [];
-
-    const worker = async (id?: string): Promise<SyncJob> => {
-      const engine = await createSyncEngine({
-        clusters: { cluster0: source.uri, cluster1: destination.uri },
-        ...(id ? { id } : {}),
-        logger: log,
-        engine: { ...TUNING, shardClaim: { staleMs: 2_000, renewMs: 300 }, balancerWatchMs: 200 },
-        changeApplication: CEA_TUNING,
-      });
-      await engine.ready;
-      workers.push(engine as unknown as SyncJob);
-      return engine as unknown as SyncJob;
-    };
-
-    beforeAll(async () => {
-      source = await startTestCluster('source', { kind: 'sharded', name: 'src', shards: 2 });
-      destination = await startTestCluster('destination', {
-        kind: 'sharded',
-        name: 'dst',
-        shards: 3,
-      });
-      src = await new MongoClient(source.uri).connect();
-      dst = await new MongoClient(destination.uri).connect();
+    const fixture = useShardedClusters({
+      source: 'src',
+      destination: 'dst',
+      sourceShards: 2,
+      destinationShards: 3,
+      logger: log,
     });
-
-    afterAll(async () => {
-      for (const w of workers) await w.close().catch(() => undefined);
-      await src?.close();
-      await dst?.close();
-      await destination?.stop();
-      await source?.stop();
-    });
+    const worker = fixture.worker;
 
     it('copies and follows each shard with its own worker, DDL once, commits on both', async () => {
+      const { source, destination, src, dst } = fixture;
       const [shard0, shard1] = source.shards.map((s) => s._id).sort() as [string, string];
       const admin = src.db('admin');
       // Two databases: round-robin primaries put them on different shards.
