@@ -132,3 +132,110 @@ describe('setUserWriteBlockMode: refused requests change nothing', () => {
     });
   });
 });
+
+/**
+ * mongod enables the block under the global lock in MODE_X "to ensure that any ongoing writes
+ * have completed" (user_writes_recoverable_critical_section_service.cpp). An open transaction
+ * holds its intent locks from its first statement to its commit or abort, so the command waits
+ * for every transaction open when it arrives; their statements and commit still run meanwhile
+ * (the block is not on yet), and once it replies no transaction of before can commit any more:
+ * a no-op written after the reply (a commit point) follows every committed transaction.
+ */
+blocking('setUserWriteBlockMode and open transactions', () => {
+  let cluster: TestCluster;
+  let root: MongoClient;
+  let app: MongoClient;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start({
+      transactionLifetimeLimitSeconds: 2,
+      users: [
+        { user: 'root', password: 'pw', roles: ['root'] },
+        { user: 'app', password: 'pw', roles: ['readWriteAnyDatabase'] },
+      ],
+    });
+    root = await cluster.connect({ user: 'root', password: 'pw' });
+    app = await cluster.connect({ user: 'app', password: 'pw' });
+  });
+  afterAll(() => cluster.close());
+  afterEach(() => root.db('admin').command({ setUserWriteBlockMode: 1, global: false }));
+
+  const settled = async (p: Promise<unknown>, ms: number): Promise<boolean> =>
+    Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((r) => setTimeout(() => r(false), ms)),
+    ]);
+
+  it('waits for an open transaction, which may still write and commit, before the block is on', async () => {
+    const orders = app.db('txblock').collection<{ _id: number; n?: number }>('orders');
+    const session = app.startSession();
+    session.startTransaction();
+    await orders.insertOne({ _id: 1 }, { session });
+    const block = root.db('admin').command({ setUserWriteBlockMode: 1, global: true });
+    expect(await settled(block, 300)).toBe(false);
+    // The transaction's next statement and its commit run: the block is not on yet.
+    await orders.updateOne({ _id: 1 }, { $set: { n: 1 } }, { session });
+    await session.commitTransaction();
+    await session.endSession();
+    await expect(block).resolves.toMatchObject({ ok: 1 });
+    // Now on: a new transaction's write is refused.
+    const late = app.startSession();
+    late.startTransaction();
+    await expect(orders.insertOne({ _id: 2 }, { session: late })).rejects.toMatchObject({
+      codeName: 'UserWritesBlocked',
+    });
+    await late.endSession();
+    // The commit point taken after the reply follows the transaction's commit.
+    await root.db('admin').command({ appendOplogNote: 1, data: { msg: 'point' } });
+    const oplog = await root
+      .db('local')
+      .collection('oplog.rs')
+      .find({ $or: [{ 'o.applyOps.ns': 'txblock.orders' }, { 'o.msg': 'point' }] })
+      .toArray();
+    expect(oplog.map((e) => (e.o.msg === 'point' ? 'point' : 'commit'))).toEqual([
+      'commit',
+      'point',
+    ]);
+    expect(await orders.findOne({ _id: 1 })).toEqual({ _id: 1, n: 1 });
+  });
+
+  it('waits for an abandoned transaction until transactionLifetimeLimitSeconds aborts it', async () => {
+    const orders = app.db('txblock').collection<{ _id: number }>('abandoned');
+    const session = app.startSession();
+    session.startTransaction();
+    await orders.insertOne({ _id: 1 }, { session });
+    const started = Date.now();
+    await root.db('admin').command({ setUserWriteBlockMode: 1, global: true });
+    expect(Date.now() - started).toBeGreaterThan(500);
+    await expect(session.commitTransaction()).rejects.toMatchObject({
+      codeName: 'NoSuchTransaction',
+    });
+    await session.endSession();
+    expect(await orders.countDocuments()).toBe(0);
+  });
+
+  it('gives up at maxTimeMS and leaves writes unblocked', async () => {
+    const orders = app.db('txblock').collection<{ _id: number }>('timeout');
+    const session = app.startSession();
+    session.startTransaction();
+    await orders.insertOne({ _id: 1 }, { session });
+    await expect(
+      root.db('admin').command({ setUserWriteBlockMode: 1, global: true, maxTimeMS: 100 }),
+    ).rejects.toMatchObject({ codeName: 'MaxTimeMSExpired' });
+    expect(cluster.rs.node.userWriteBlocking).toBe(false);
+    await session.commitTransaction();
+    await session.endSession();
+    await orders.insertOne({ _id: 2 });
+    expect(await orders.countDocuments()).toBe(2);
+  });
+
+  it('replies at once when no transaction is open or the block is already on', async () => {
+    const started = Date.now();
+    await root.db('admin').command({ setUserWriteBlockMode: 1, global: true });
+    await root.db('admin').command({ setUserWriteBlockMode: 1, global: true });
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+});

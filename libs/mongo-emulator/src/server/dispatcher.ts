@@ -269,7 +269,9 @@ export class NodeCommandExecutor implements CommandExecutor {
 
     // Write blocking: mongod refuses user writes unless the client may bypass. With access
     // control disabled every client has all privileges, so every client bypasses.
-    if (node.userWriteBlocking && def.userWrite) {
+    // A transaction open when the block was asked for writes on until it ends: mongod turns the
+    // block on only once it holds the global lock, after every open transaction ended.
+    if (node.userWriteBlocking && def.userWrite && !txn?.openAtWriteBlock) {
       const userDbs = targetDatabases(def, db, body).filter((d) => !INTERNAL_DBS.has(d));
       const bypass = !node.authEnabled || mayBypassWriteBlocking(conn.users);
       if (userDbs.length && !bypass)

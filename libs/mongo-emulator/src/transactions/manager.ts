@@ -103,6 +103,36 @@ export class TransactionManager implements LockTable {
     return n;
   }
 
+  /**
+   * setUserWriteBlockMode {global: true}: mongod enables the block under the global lock in
+   * MODE_X, which waits for every open transaction (a transaction holds its intent locks from
+   * its first statement to its commit or abort; an abandoned one until the lifetime limit
+   * aborts it). `exempt` (the block was off): those transactions go on writing meanwhile.
+   * Resolves true once they all ended, false when `timeoutMs` passed or `signal` aborted first.
+   */
+  async waitForOpen(timeoutMs: number, exempt: boolean, signal?: AbortSignal): Promise<boolean> {
+    const open = [...this.bySession.values()].filter((t) => t.state === 'inProgress');
+    if (open.length === 0) return true;
+    if (exempt) for (const txn of open) txn.openAtWriteBlock = true;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        Promise.all(open.map((t) => t.whenEnded())).then(() => true),
+        new Promise<boolean>((resolve) => {
+          if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve(false), timeoutMs);
+          onAbort = () => resolve(false);
+          if (signal?.aborted) resolve(false);
+          signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      if (timer) clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+      if (exempt) for (const txn of open) txn.openAtWriteBlock = false;
+    }
+  }
+
   /** endSessions / killSessions / session expiry: their open transactions are aborted. */
   endSessions(keys: Iterable<string>): void {
     for (const key of keys) {

@@ -57,6 +57,12 @@ export class Transaction {
   commitReply?: Document;
   /** Set when the transaction was aborted for going past transactionLifetimeLimitSeconds. */
   expired = false;
+  /**
+   * Open when setUserWriteBlockMode arrived: its statements still write until it ends (the
+   * block waits for it, see TransactionManager.waitForOpen).
+   */
+  openAtWriteBlock = false;
+  private endWaiters: Array<() => void> = [];
   private snapshot?: TransactionSnapshot;
   readonly locks = new Set<string>();
   readonly sink = (entry: NewOplogEntry): void => this.record(entry);
@@ -109,6 +115,15 @@ export class Transaction {
     this.lockTable.release(this);
     this.locks.clear();
     this.snapshot = undefined;
+    const waiters = this.endWaiters;
+    this.endWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Resolves once the transaction is committed or aborted. */
+  whenEnded(): Promise<void> {
+    if (this.state !== 'inProgress') return Promise.resolve();
+    return new Promise((resolve) => this.endWaiters.push(resolve));
   }
 
   /**

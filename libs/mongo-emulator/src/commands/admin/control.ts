@@ -5,7 +5,13 @@ import type { CommandContext, CommandDefinition } from '../types';
 import { lsidKey, LOGICAL_SESSION_TIMEOUT_MINUTES } from '../../server/sessions';
 import { parseFailPointMode } from '../../server/fail-points';
 import { emulatorStats } from '../../server/pause-stats';
-import { optionalArray, optionalDocument, requiredBool, wrongType } from '../../server/values';
+import {
+  asNumber,
+  optionalArray,
+  optionalDocument,
+  requiredBool,
+  wrongType,
+} from '../../server/values';
 
 /** lsids listed by endSessions / killSessions / refreshSessions. */
 function sessionKeys(ctx: CommandContext, field: string): string[] {
@@ -42,8 +48,30 @@ export const controlCommands: CommandDefinition[] = [
     name: 'setUserWriteBlockMode',
     access: 'admin',
     adminOnly: true,
-    run(ctx) {
-      ctx.node.userWriteBlocking = requiredBool(ctx.cmd, 'global', 'setUserWriteBlockMode');
+    async run(ctx) {
+      const global = requiredBool(ctx.cmd, 'global', 'setUserWriteBlockMode');
+      const node = ctx.node;
+      if (!global) {
+        node.userWriteBlocking = false;
+        return { ok: 1 };
+      }
+      // mongod takes the global lock in MODE_X first, "to ensure that any ongoing writes have
+      // completed": it waits for the open transactions, whose statements and commits still run
+      // if the block was off. New writes would queue behind the lock and then be refused: they
+      // are refused at once.
+      const wasBlocking = node.userWriteBlocking;
+      node.userWriteBlocking = true;
+      const maxTimeMS = asNumber(ctx.cmd.maxTimeMS);
+      const ended = await node.transactions.waitForOpen(
+        maxTimeMS && maxTimeMS > 0 ? maxTimeMS : Infinity,
+        !wasBlocking,
+        ctx.conn.closed,
+      );
+      if (!ended) {
+        // The lock was never granted: the block did not start.
+        if (!wasBlocking) node.userWriteBlocking = false;
+        throw new CommandError('MaxTimeMSExpired', 'operation exceeded time limit');
+      }
       return { ok: 1 };
     },
   },
