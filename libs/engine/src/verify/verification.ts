@@ -98,11 +98,15 @@ export interface VerificationOptions {
   /** Ranges digested at once by the commit's final pass (default 4; the live pass reads one). */
   concurrency?: number;
   /**
-   * The live pass looks for dirty ranges and documents every `min(recheckMs, 1 s)`; what differed
+   * The live pass looks for dirty ranges and documents every `min(recheckMs, 0.5 s)`; what differed
    * is re-checked after a pause growing from `recheckMs` (default 5 s) to 60 s.
    */
   recheckMs?: number;
-  /** canCommit waits while a write older than this has not been checked (default 5 s). */
+  /**
+   * canCommit waits while a write older than this has not been checked (default 10 s: the live
+   * pass checks a write within ~2 s on an idle machine; the margin keeps a loaded one from
+   * flapping canCommit, and the final pass reads at most these seconds' writes).
+   */
   caughtUpMs?: number;
   /**
    * The live pass checks a written document once its oldest unchecked write is this old
@@ -243,7 +247,7 @@ export class Verification {
    */
   caughtUp(job: JobRecord): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
-    return this.tracker.caughtUp(this.options.caughtUpMs ?? 5_000);
+    return this.tracker.caughtUp(this.caughtUpMs);
   }
 
   /** The commit's pass: throws VerificationFailedError when anything differs. */
@@ -309,7 +313,8 @@ export class Verification {
   ): Promise<void> {
     if (this.live || !verificationEnabled(session.job)) return;
     this.live = true;
-    const tick = Math.min(1_000, this.recheckMs);
+    // Looks for due work twice a second: a write is checked ~settleMs after it lands.
+    const tick = Math.min(500, this.recheckMs);
     let failures = 0;
     try {
       while (!signal.aborted) {
@@ -329,6 +334,10 @@ export class Verification {
     } finally {
       this.live = false;
     }
+  }
+
+  private get caughtUpMs(): number {
+    return this.options.caughtUpMs ?? 10_000;
   }
 
   private get recheckMs(): number {
@@ -357,7 +366,7 @@ export class Verification {
       // The live pass gives way to change application only while it keeps up itself: a
       // verifier starved by a steady write load would hold canCommit false for ever.
       const keepingUp = this.tracker.caughtUp(
-        Math.max(1_000, (this.options.caughtUpMs ?? 5_000) / 2),
+        Math.max(1_000, this.caughtUpMs / 2),
       );
       await this.check(
         'live',

@@ -175,12 +175,12 @@ export class SyncMetrics {
     );
     perWorker(
       'verification_oldest_dirty_seconds',
-      'Age of the oldest write the verifier has not checked (canCommit waits while it is over 5 s).',
+      'Age of the oldest write the verifier has not checked (canCommit waits while it is over 10 s).',
       (f) => f.verification?.backlog?.oldestDirtySeconds,
     );
     perWorker(
       'verification_caught_up',
-      '1 when the verifier has checked every copied range and every write older than 5 s.',
+      '1 when the verifier has checked every copied range and every write older than 10 s.',
       (f) =>
         f.verification?.caughtUp === null || f.verification?.caughtUp === undefined
           ? null
