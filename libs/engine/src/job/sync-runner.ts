@@ -326,6 +326,8 @@ export class SyncRunner {
     if (job.phase !== 'planned' && !(await topology.beforeCopy(session, signal))) return;
     if (signal.aborted) return;
     if (job.phase === 'prepared') {
+      // Ranges are verified as their partitions are copied, not after the whole copy.
+      this.startLivePass(session, topology, signal);
       this.copying = true;
       try {
         if ((await copy.copyPending(signal)) === 'aborted') return;
@@ -350,6 +352,22 @@ export class SyncRunner {
     await this.applyChanges(session, copy, topology, signal);
   }
 
+  /**
+   * The embedded verifier's live pass (once per run; a no-op when it runs already): every worker
+   * verifies its own share (a per-shard worker: what it copied and applies).
+   */
+  private startLivePass(session: JobSession, topology: SyncTopology, signal: AbortSignal): void {
+    if (!topology.verifiesLive || !verificationEnabled(session.job)) return;
+    const previous = this.livePass;
+    const started = this.verification.runLive(
+      session,
+      signal,
+      () => this.untilChangesCaughtUp(signal),
+      () => this.hooks.session(),
+    );
+    this.livePass = Promise.all([previous, started]).then(() => undefined);
+  }
+
   private async applyChanges(
     session: JobSession,
     copy: CopyRunner,
@@ -368,16 +386,7 @@ export class SyncRunner {
       job.request.excludeNamespaces,
     );
     const selected = (db: string, coll: string) => filter.collectionSelected(db, coll);
-    // Every worker verifies its own share live (a per-shard worker: what it copied and applies).
-    const verifies = topology.verifiesLive && verificationEnabled(job);
-    if (verifies) {
-      this.livePass = this.verification.runLive(
-        session,
-        signal,
-        () => this.untilChangesCaughtUp(signal),
-        () => this.hooks.session(),
-      );
-    }
+    this.startLivePass(session, topology, signal);
     const router = new CatalogEventRouter({
       session,
       destination: session.destination,
@@ -410,7 +419,9 @@ export class SyncRunner {
         router,
         ...(gate ? { gate } : {}),
         // The incremental verifier keeps checked ranges verified from what is written.
-        ...(verifies ? { appliedWrites: this.verification.appliedWrites } : {}),
+        ...(topology.verifiesLive && verificationEnabled(job)
+          ? { appliedWrites: this.verification.appliedWrites }
+          : {}),
         source: session.source,
         destination: session.destination,
         logger: this.options.logger,

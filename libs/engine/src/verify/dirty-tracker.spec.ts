@@ -230,4 +230,19 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     );
     expect(t.backlog()).toMatchObject({ dirtyRanges: 1, dirtyDocuments: 1 });
   });
+
+  it('checks a range once its partition is copied, and keeps it checked when the copy ends', () => {
+    const { t } = tracker();
+    t.sync([{ ...items(), ready: [true, false, false] }]);
+    const first = checkAllEqual(t);
+    expect(first[0]!.ranges.map((r) => r.index)).toEqual([0]);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 2 });
+    expect(t.caughtUp(5_000)).toBe(false);
+    t.sync([{ ...items(), ready: [true, true, false] }]);
+    expect(checkAllEqual(t)[0]!.ranges.map((r) => r.index)).toEqual([1]);
+    // The copy is done: same signature, nothing read twice.
+    t.sync([items()]);
+    expect(checkAllEqual(t)[0]!.ranges.map((r) => r.index)).toEqual([2]);
+    expect(t.caughtUp(5_000)).toBe(true);
+  });
 });

@@ -47,6 +47,8 @@ export interface RangeState extends Mark {
   checked: boolean;
   /** Not known equal: never checked, written since, or different when last checked. */
   dirty: boolean;
+  /** Its partition is copied: it may be checked (false while the copy runs). */
+  ready: boolean;
 }
 
 /** What the tracker keeps of one namespace (by current name, as writes report it). */
@@ -87,6 +89,8 @@ export interface TrackedNamespace {
   collection: string;
   signature: string;
   ranges: IdRange[];
+  /** Per range: copied, so it may be checked (absent: every range is). */
+  ready?: boolean[];
   natural: boolean;
   /** A view: metadata only, no ranges. */
   view?: boolean;
@@ -242,6 +246,7 @@ export class DirtyTracker {
           checkedSeq: -1,
           checkedAt: 0,
           differs: 0,
+          ready: true,
         }));
         for (const entry of state.ids.values()) delete entry.range;
         if (state.natural) {
@@ -249,6 +254,7 @@ export class DirtyTracker {
           state.ids.clear();
         }
       }
+      state.ranges.forEach((r, i) => (r.ready = ns.ready?.[i] ?? true));
       if (state.overflow) {
         state.overflow = false;
         for (const r of state.ranges) this.markRange(r, ++this.seq);
@@ -285,7 +291,9 @@ export class DirtyTracker {
     const work: NamespaceWork[] = [];
     for (const state of this.namespaces()) {
       if (!state.ranges) continue;
-      const ranges = state.ranges.filter((r) => options.full || !r.checked || (r.dirty && due(r)));
+      const ranges = state.ranges.filter(
+        (r) => (r.ready || options.all) && (options.full || !r.checked || (r.dirty && due(r))),
+      );
       const whole = new Set(ranges.map((r) => r.index));
       const ids: DirtyId[] = [];
       if (!options.full) {

@@ -35,6 +35,8 @@ export interface VerifyTarget {
   share?: CopyShare;
   /** Another worker verifies the documents: only type, options and indexes are compared. */
   metadataOnly?: boolean;
+  /** Still being copied: only its copied partitions' ranges are checked, no metadata yet. */
+  copying?: boolean;
 }
 
 export interface NamespaceVerdict {

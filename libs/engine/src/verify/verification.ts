@@ -352,6 +352,8 @@ export class Verification {
     const targets = this.follow(session, false);
     const now = this.options.clock.now();
     const metadata = [...targets.keys()].filter((name) => {
+      // Indexes may still be built after the copy (buildIndexes afterDataCopy): checked then.
+      if (targets.get(name)?.copying) return false;
       const state = this.stateOf(targets, name);
       if (!state || state.metadataOk) return false;
       const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
@@ -365,9 +367,7 @@ export class Verification {
     if (metadata.length > 0 || work.length > 0) {
       // The live pass gives way to change application only while it keeps up itself: a
       // verifier starved by a steady write load would hold canCommit false for ever.
-      const keepingUp = this.tracker.caughtUp(
-        Math.max(1_000, this.caughtUpMs / 2),
-      );
+      const keepingUp = this.tracker.caughtUp(Math.max(1_000, this.caughtUpMs / 2));
       await this.check(
         'live',
         session,
@@ -425,7 +425,8 @@ export class Verification {
     const tracked = [];
     const topology = this.topologyOf(session);
     for (const record of session.job.namespaces) {
-      if (record.copy === 'pending') continue;
+      // A collection being copied: its ranges are checked as their partitions finish.
+      if (record.copy === 'pending' && (final || record.partitionSet === undefined)) continue;
       const share = topology.initialCopyShare(session, record);
       const target = targetOf(session, record, final);
       const name = `${record.database}.${record.collection}`;
@@ -434,13 +435,16 @@ export class Verification {
         targets.set(name, { ...target, ranges: [], metadataOnly: true });
         continue;
       }
-      targets.set(name, share.keep ? { ...target, share } : target);
+      const copying = record.copy === 'pending' ? { copying: true } : {};
+      targets.set(name, { ...target, ...copying, ...(share.keep ? { share } : {}) });
       const partitions = session.partitionsOf(record.key);
       tracked.push({
         database: record.database,
         collection: record.collection,
-        signature: `${record.key}|${record.partitionSet ?? '-'}|${record.copy}|${record.type}`,
+        // The copy finishing keeps the signature: ranges checked while it ran stay checked.
+        signature: `${record.key}|${record.partitionSet ?? '-'}|${record.copy === 'none' ? 'none' : 'copied'}|${record.type}`,
         ranges: target.ranges,
+        ready: readiness(record, partitions, target.ranges.length),
         natural: partitions.some((p) => p.natural),
         view: record.type === 'view',
       });
@@ -701,3 +705,15 @@ function readBatchDocuments(record: NamespaceRecord): number {
 }
 
 type ShareWithKeep = Required<Pick<CopyShare, 'keep'>> & Pick<CopyShare, 'keepFields'>;
+
+/** Which ranges are copied (a range is checked only then): all, once the namespace is. */
+function readiness(
+  record: NamespaceRecord,
+  partitions: { status: string; natural: boolean }[],
+  ranges: number,
+): boolean[] | undefined {
+  if (record.copy !== 'pending') return undefined;
+  if (partitions.some((p) => p.natural) || partitions.length !== ranges)
+    return Array.from({ length: ranges }, () => partitions.every((p) => p.status === 'done'));
+  return partitions.map((p) => p.status === 'done');
+}
