@@ -75,6 +75,8 @@ export interface BenchResult {
   peakRssMB4x: number | null;
   scale: number;
   quick: boolean;
+  /** The embedded verifier ran in the worker runs (c)–(f). */
+  embeddedVerifier: boolean;
   lagLimitSeconds: number;
   dataset: DatasetSpec & { bytes: number };
   scan: Omit<ScanResult, 'attempts'> & { attempts: ScanResult['attempts'] };
@@ -179,6 +181,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       tag: '1x',
       timeoutMs: 30 * 60_000,
       onTick: (p) => log(`  ${describe(p)}`),
+      verification: options.verification,
     });
     log(
       `  ${Math.round(copy1.docsPerSec)} docs/s, ${copy1.mbPerSec.toFixed(1)} MB/s in ${copy1.seconds.toFixed(1)} s, peak RSS ${copy1.peakRssMB.toFixed(0)} MB`,
@@ -249,6 +252,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
           tag: `${options.scale}x`,
           timeoutMs: 60 * 60_000,
           onTick: (p) => log(`  ${describe(p)}`),
+          verification: options.verification,
         },
       );
       const peakRssMB = memoryOf(copy.worker.started.child)?.hwmMB ?? copy.peakRssMB;
@@ -278,6 +282,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       peakRssMB4x: 'skipped' in copy4 ? null : round(copy4.peakRssMB),
       scale: options.scale,
       quick: options.quick,
+      embeddedVerifier: options.verification,
       lagLimitSeconds: options.lagLimitSeconds,
       dataset,
       scan,

@@ -26,6 +26,11 @@ export interface BenchOptions {
   skipCutover: boolean;
   /** Only (j), the cutover runs (1× without and with verification, 4× with). */
   cutoverOnly: boolean;
+  /**
+   * The embedded verifier in the worker runs of (c)–(f) (default on, as a user runs it). Off
+   * measures change application alone, as the peer (which verifies nothing) is measured.
+   */
+  verification: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -41,6 +46,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-scaling          skip (f)
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
   --skip-cutover          skip (j), the cutover runs
+  --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
+                          peer verifies nothing: off compares change application alone)
   --cutover               only (j): an application writing every 20 ms, verification on, commit,
                           at 1× and at --scale × the documents (and 1× with verification off)
   --sharded               per-shard scale instead: a 4-shard source (one hashed-key collection,
@@ -73,6 +80,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     sharded: false,
     skipCutover: false,
     cutoverOnly: false,
+    verification: true,
   };
   let documentsGiven = false;
   let collectionsGiven = false;
@@ -135,6 +143,13 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       case '--cutover':
         o.cutoverOnly = true;
         break;
+      case '--verification': {
+        const v = value();
+        if (v !== 'on' && v !== 'off')
+          throw new BenchUsageError(`--verification: on or off, not ${v}`);
+        o.verification = v === 'on';
+        break;
+      }
       case '--cpu-prof': {
         const next = argv[i + 1];
         o.profileDir =

@@ -13,7 +13,7 @@ export function renderTable(r: BenchResult): string[] {
     return `${ok ? 'meets' : 'MISSES'} target ${atMost ? '≤' : '≥'} ${target}`;
   };
   const lines = [
-    `Benchmark — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collections (${n(r.dataset.bytes / 1e6, 1)} MB)${r.quick ? ', quick' : ''}`,
+    `Benchmark — ${r.dataset.documents} docs × ~${r.dataset.documentBytes} B over ${r.dataset.collections} collections (${n(r.dataset.bytes / 1e6, 1)} MB)${r.quick ? ', quick' : ''}; embedded verifier ${r.embeddedVerifier ? 'ON in the worker runs (the peer verifies nothing)' : 'OFF (--verification off)'}`,
     `machine: ${r.machine.cpus} CPUs, load average ${r.machine.loadAvgStart.map((l) => l.toFixed(1)).join('/')} → ${r.machine.loadAvgEnd.map((l) => l.toFixed(1)).join('/')} (figures from a shared machine are indicative only)`,
     '',
     row('figure', 'docs/s', 'MB/s', 'detail'),

@@ -58,12 +58,18 @@ export async function runWorkerCopy(
     tag: string;
     timeoutMs: number;
     onTick?: (p: Progress) => void;
+    /** The embedded verifier (default on). */
+    verification?: boolean;
   },
 ): Promise<CopyRun> {
   const worker = await startWorker(sourceUri, destinationUri, options.profileDir, options.tag);
   const sampler = new RssSampler(worker.started.child);
   const startedAt = Date.now();
-  await post(worker.api, 'start', { source: 'cluster0', destination: 'cluster1' });
+  await post(worker.api, 'start', {
+    source: 'cluster0',
+    destination: 'cluster1',
+    ...(options.verification === false ? { verification: { enabled: false } } : {}),
+  });
   let endedAt: number | null = null;
   let lastTick = 0;
   let lastPoll = 0;
