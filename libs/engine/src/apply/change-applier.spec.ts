@@ -173,6 +173,45 @@ describe('ChangeApplier', () => {
     expect(last.clusterTime!.t).toBeGreaterThanOrEqual(102);
   });
 
+  it('checkpoints between two events of one transaction (one clusterTime), never past an unapplied one', async () => {
+    // A source transaction: one event per operation, all at the commit's time, tokens ordered
+    // by the operation's index in the transaction (txnOpIndex).
+    const commit = ts(200, 1);
+    const events = [1, 2, 3, 4, 5].map((id, txnOpIndex) => ({
+      ...crud('update', id, 200, { n: txnOpIndex }),
+      _id: { _data: `${tokenAt(200, 1)._data}${txnOpIndex.toString(16).padStart(4, '0')}` },
+      clusterTime: commit,
+      lsid: { id: 'session' },
+      txnNumber: 7,
+    }));
+    const feed = new FakeFeed([batch(events)]);
+    const { applier, writer, checkpoints } = setup(feed, { lanes: 16 });
+    for (const id of [1, 2, 3, 4, 5]) writer.docs.set(`d.c|${id}`, { _id: id });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const origBulk = writer.bulkWrite.bind(writer);
+    writer.bulkWrite = async (ns, ops) => {
+      if (ops.some((o) => o.filter._id === 2)) await gate;
+      return origBulk(ns, ops);
+    };
+    const ctrl = new AbortController();
+    const running = applier.run(ctrl.signal);
+    try {
+      await waitFor(() => writer.docs.get('d.c|5')?.n === 4);
+      await new Promise((r) => setTimeout(r, 50)); // time for a wrong checkpoint to be saved
+      expect(checkpoints.saved.map((c) => c.resumeToken)).toEqual([events[0]._id]);
+      expect(checkpoints.saved[0].clusterTime).toEqual(commit);
+    } finally {
+      ctrl.abort();
+      release();
+      await running;
+    }
+    // Released: the resume point moves past the transaction.
+    const last = checkpoints.saved[checkpoints.saved.length - 1];
+    expect(last.clusterTime!.t).toBeGreaterThan(commit.t);
+    expect(applier.stats().totalEventsApplied).toBe(5);
+  });
+
   it('advances applied time with idle batches so lag does not grow', async () => {
     const feed = new FakeFeed([batch([crud('insert', 1, 101)])], 500);
     const { applier } = setup(feed);
