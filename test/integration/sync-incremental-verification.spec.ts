@@ -1,7 +1,7 @@
 import { Int32, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import type { SyncJob } from '@sync/engine';
-import { describeOn, testDb, testNs } from '../helpers/real-clusters';
+import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
 import {
   crashableEngine,
   expectEqualClusters,
@@ -250,4 +250,64 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
         } as Document),
     ).toBe(2);
   });
+
+  // failCommand needs a server started with test commands enabled: the emulator's.
+  (onRealClusters() ? it.skip : it)(
+    'a final verification that cannot read the destination rolls back (VerificationUnavailable); the next commit completes',
+    async () => {
+      c = await startAuthClusters();
+      await seed(c);
+      let failing = false;
+      const { job } = await crashableEngine(c, {
+        ...VERIFY_TUNING,
+        onCommitStep: async (step) => {
+          // After the drain: the destination's collection listings fail, retried in vain (the
+          // final pass compares every namespace's metadata, however little is dirty).
+          if (step === 'indexesRestored' && !failing) {
+            failing = true;
+            await c.dst.db('admin').command({
+              configureFailPoint: 'failCommand',
+              mode: 'alwaysOn',
+              data: {
+                appName: 'cluster-sync',
+                failCommands: ['listCollections', 'find'],
+                errorCode: 6,
+              },
+            });
+          }
+        },
+      });
+      jobs.push(job);
+      await job.start(request({ enableUserWriteBlocking: true }));
+      await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
+      await job.commit();
+      await waitFor(
+        () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
+        60_000,
+        'the commit rolled back',
+        () => JSON.stringify(job.progress()),
+      );
+      const warning = (job.progress().warnings as string[]).find((w) =>
+        w.startsWith('CommitRolledBack'),
+      )!;
+      expect(warning).toContain('at step verified (VerificationUnavailable');
+      expect(job.progress().state).toBe('RUNNING');
+      // The application has its source back; the destination stays closed.
+      await c.appSrc.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'back' });
+      await expect(
+        c.appDst.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
+      ).rejects.toMatchObject({ code: 371 });
+
+      await c.dst.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+      await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit again');
+      await job.commit();
+      await waitFor(
+        () => job.progress().state === 'COMMITTED',
+        60_000,
+        'COMMITTED',
+        () => JSON.stringify(job.progress()),
+      );
+      await expectEqualClusters(c);
+    },
+  );
 });

@@ -97,9 +97,13 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
       try {
         await ctx.runner.verification.finalPass(ctx.session, ctx.signal);
       } catch (error) {
+        if (ctx.signal.aborted) throw error;
         // A difference may be a write that bypassed the block after the commit point: name the
         // cause (SourceWritesDuringCommit) rather than its symptom.
         await throwIfSourceWritten(ctx);
+        // Reads that kept failing after their retries in place: the check cannot be made, and
+        // the application must not wait for someone to act — the commit rolls back.
+        if (!rollsCommitBack(error)) throw new VerificationUnavailableError(error);
         throw error;
       }
     },
@@ -218,6 +222,16 @@ export async function runCommitSteps(
     for (const done of COMMIT_STEPS.slice(0, commitStepIndex(state.step) + 1))
       await shared.after(done.name);
     await shared.requested();
+  }
+  // A commit resumed past its block (a retry, a restart): the source is blocked again first —
+  // a rollback that failed half-way may have unblocked it; writes made meanwhile come after the
+  // commit point, where `sourceQuiet` finds them.
+  if (
+    state.sourceBlocked &&
+    commitStepIndex(state.step) >= commitStepIndex('sourceBlocked') &&
+    commitStepIndex(state.step) < commitStepIndex('destinationUnblocked')
+  ) {
+    await runWithRetries(ctx, 'sourceBlocked', () => session.source.setUserWriteBlocking(true));
   }
   for (let i = commitStepIndex(state.step) + 1; i < COMMIT_STEPS.length; i++) {
     const step = COMMIT_STEPS[i]!;
@@ -354,8 +368,21 @@ export function rollsCommitBack(error: unknown): boolean {
   return (
     name === 'SourceWritesDuringCommit' ||
     name === 'VerificationFailed' ||
+    name === 'VerificationUnavailable' ||
     name === 'CommitRolledBack'
   );
+}
+
+/** The final verification could not read a side (its reads failed after their retries). */
+export class VerificationUnavailableError extends Error {
+  constructor(cause: unknown) {
+    const inner = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(
+      `the final verification could not read the clusters (${inner}); the commit is rolled back — call commit again once both clusters answer`,
+      { cause },
+    );
+    this.name = 'VerificationUnavailable';
+  }
 }
 
 /**
@@ -373,13 +400,17 @@ export async function rollBackCommit(
   const state = session.job.commit;
   const step = state?.failed?.step ?? state?.step ?? 'started';
   const lead = !session.job.shard || session.job.shard.id === session.job.shard.coordinatorID;
+  // The application's writes first: the destination may be what failed, and nothing else here
+  // must keep the source closed. (Should a later part fail, the job stays COMMITTING: `commit`
+  // runs the failed check again, and finds the writes made meanwhile — SourceWritesDuringCommit
+  // — so it rolls back again rather than open the destination.)
+  if (state?.sourceBlocked || session.job.request.enableUserWriteBlocking) {
+    await session.source.setUserWriteBlocking(false);
+  }
   if (lead && commitStepIndex(state?.step) >= commitStepIndex('indexesRestored')) {
     await relaxRestoredIndexes(session.destination, session.job.namespaces);
   }
   await announceRollback(session, { step, error: error.name, message: error.message });
-  if (state?.sourceBlocked || session.job.request.enableUserWriteBlocking) {
-    await session.source.setUserWriteBlocking(false);
-  }
   await session.save((job) => {
     job.state = 'RUNNING';
     delete job.commit;
