@@ -225,6 +225,21 @@ async function largeTransaction(c: AuthClusters, tag: string, pairs: number): Pr
 /** The engine's events applied so far (this engine instance). */
 const applied = (job: SyncJob): number => job.progress().totalEventsApplied ?? 0;
 
+/**
+ * The events applied once application has settled (no change for 500 ms). Change application
+ * starts AT T0, inclusive: the seed's last operation (here the ledger's create) may be applied
+ * after canCommit already holds.
+ */
+async function settledApplied(job: SyncJob): Promise<number> {
+  let last = -1;
+  for (;;) {
+    const now = applied(job);
+    if (now === last) return now;
+    last = now;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 /** Waits until exactly `expected` more events are applied, and that no more follow. */
 async function expectApplied(job: SyncJob, baseline: number, expected: number): Promise<void> {
   await waitFor(
@@ -307,7 +322,7 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
     c = await startAuthClusters();
     await seed(c);
     const { job, sent } = await started();
-    const baseline = applied(job);
+    const baseline = await settledApplied(job);
 
     let operations = 0;
     for (let t = 0; t < 30; t++) {
@@ -347,7 +362,7 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
     c = await startAuthClusters();
     await seed(c);
     const { job, sent } = await started();
-    const baseline = applied(job);
+    const baseline = await settledApplied(job);
     const db = c.appSrc.db(bank());
     const ledger = db.collection<AnyDoc>('ledger');
 
