@@ -1,0 +1,94 @@
+import { BSON, Binary, Int32, type Document } from 'mongodb';
+import type { SyncJob } from '@sync/engine';
+import { describeOn, testDb } from '../helpers/real-clusters';
+import {
+  commitAndWait,
+  engineFor,
+  expectEqualClusters,
+  request,
+  startAuthClusters,
+  waitFor,
+  type AuthClusters,
+} from './sync-helpers';
+
+type AnyDoc = { _id: unknown } & Document;
+
+/** MongoDB's limit on a stored document: 16 MiB (BSONObjMaxUserSize). */
+const MAX_BSON = 16 * 1024 * 1024;
+
+/** A document of exactly `size` BSON bytes: a binary payload sized to fill it. */
+function documentOf(size: number, id: unknown, extra: Document = {}): AnyDoc {
+  const base: AnyDoc = {
+    _id: id,
+    ...extra,
+    a: { b: new Int32(0) },
+    payload: new Binary(Buffer.alloc(0)),
+  };
+  const overhead = BSON.calculateObjectSize(base);
+  const doc = { ...base, payload: new Binary(Buffer.alloc(size - overhead, 7)) };
+  expect(BSON.calculateObjectSize(doc)).toBe(size);
+  return doc;
+}
+
+/**
+ * Documents at MongoDB's size limit (16 MiB − 1 byte): the initial copy (raw batches and the
+ * insert message around them), updates replayed onto them, the live verifier and the commit's
+ * final pass, and a byte-for-byte comparison at the end. (Not here: a change event that
+ * carries such a document whole — an insert or replace during change application — exceeds
+ * 16 MiB itself; see the README's limits.)
+ */
+describeOn('replicaSets')('documents at the 16 MiB limit', () => {
+  let c: AuthClusters;
+  const jobs: SyncJob[] = [];
+
+  afterEach(async () => {
+    for (const job of jobs.splice(0)) await job.close().catch(() => undefined);
+    await c?.close();
+  });
+
+  it('copies, updates, verifies and commits documents of 16 MiB − 1 byte byte-exact', async () => {
+    c = await startAuthClusters();
+    const big = c.appSrc.db(testDb('blobs')).collection<AnyDoc>('big');
+    await big.insertOne(documentOf(MAX_BSON - 1, 'at-limit'));
+
+    await big.insertOne(documentOf(MAX_BSON - 1, 'also-at-limit', { n: new Int32(1) }));
+    await big.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, v: new Int32(i) })));
+
+    const job = await engineFor(c);
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await waitFor(
+      () => job.progress().canCommit === true,
+      120_000,
+      'canCommit',
+      () => JSON.stringify(job.progress()),
+    );
+
+    // Updates replayed as $set on documents at the limit (the size stays 16 MiB − 1 byte).
+    await big.updateOne({ _id: 'at-limit' } as Document, { $set: { 'a.b': new Int32(7) } });
+    await big.updateOne({ _id: 'also-at-limit' } as Document, { $inc: { n: new Int32(1) } });
+    // Sizes as stored (decoded without promotion, so every value keeps its BSON type).
+    for (const id of ['at-limit', 'also-at-limit']) {
+      const stored = await big.findOne({ _id: id } as Document, {
+        promoteValues: false,
+        promoteBuffers: false,
+      });
+      expect(BSON.calculateObjectSize(stored!)).toBe(MAX_BSON - 1);
+    }
+    await waitFor(
+      async () => {
+        const dst = await c.dst
+          .db(testDb('blobs'))
+          .collection<AnyDoc>('big')
+          .findOne({ _id: 'at-limit' } as Document);
+        return (dst?.a as { b?: unknown } | undefined)?.b === 7;
+      },
+      60_000,
+      'the updates on the destination',
+      () => JSON.stringify(job.progress()),
+    );
+    await commitAndWait(job);
+    expect(job.progress().state).toBe('COMMITTED');
+    await expectEqualClusters(c);
+  }, 240_000);
+});
