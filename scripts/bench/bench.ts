@@ -90,6 +90,8 @@ export interface BenchResult {
     { directApply: MixRate; streamRead: StreamReadRate; opsPerSec: number } | { skipped: string };
   copy1x: Rate & { peakRssMB: number };
   change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
+  /** (d') the same load written in transactions (one per 100 ms tick, every collection). */
+  changeTransactional: ChangeResult | { skipped: string };
   /** (v) the embedded verifier's final pass at commit, against the 1× copy. */
   verification:
     | { seconds: number; ratioToCopy: number; peakRssMB: number; rssDeltaMB: number }
@@ -193,6 +195,22 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       const base = 'skipped' in changeLimit ? write.docsPerSec : changeLimit.opsPerSec;
       change = await changePhase(options, spec, sourceClient, destinationClient, copy1, base);
     }
+    let changeTransactional: BenchResult['changeTransactional'] = {
+      skipped: options.skipChanges ? '--skip-changes' : '--skip-transactions',
+    };
+    if (!options.skipChanges && !options.skipTransactions) {
+      const base = 'skipped' in changeLimit ? write.docsPerSec : changeLimit.opsPerSec;
+      log("(d') the same change load, each 100 ms tick written as one transaction…");
+      changeTransactional = await measureChangeApplication(
+        sourceClient,
+        destinationClient,
+        copy1.worker.api,
+        spec,
+        { ...changeOptions(options, base, false), transactional: true },
+      ).catch((error: unknown) => ({
+        skipped: `failed: ${error instanceof Error ? error.message : String(error)}`,
+      }));
+    }
     const peakRssMB1x = memoryOf(copy1.worker.started.child)?.hwmMB ?? copy1.peakRssMB;
     const verification = await verificationPhase(copy1, options);
     workerErrors.push(...copy1.worker.errors);
@@ -290,6 +308,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       changeLimit,
       copy1x: { ...withoutProcess(copy1), peakRssMB: round(copy1.peakRssMB) },
       change,
+      changeTransactional,
       verification,
       copy4x: copy4,
       peer,

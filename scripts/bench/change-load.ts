@@ -42,6 +42,8 @@ export interface ChangeResult {
 }
 
 export interface ChangeOptions {
+  /** Each tick's writes as one multi-document transaction (the transactional mix). */
+  transactional?: boolean;
   rates: number[];
   windowSeconds: number;
   drainSeconds: number;
@@ -67,7 +69,7 @@ export async function measureChangeApplication(
   spec: DatasetSpec,
   options: ChangeOptions,
 ): Promise<ChangeResult> {
-  const load = new LoadGenerator(source, spec);
+  const load = new LoadGenerator(source, spec, options.transactional === true);
   const probe = new LagProbe(source, destination);
   await probe.init();
   const steps: StepResult[] = [];
@@ -183,7 +185,11 @@ async function runStep(
   };
 }
 
-/** The mix at a given rate: one unordered bulkWrite per collection per call. */
+/**
+ * The mix at a given rate: one unordered bulkWrite per collection per call — or, for the
+ * transactional mix, all of a call's writes (every 100 ms: tens to hundreds of operations over
+ * every collection) in one multi-document transaction.
+ */
 class LoadGenerator {
   readonly counts = { inserts: 0, updates: 0, deletes: 0 };
   private readonly planner: MixPlanner;
@@ -191,6 +197,8 @@ class LoadGenerator {
   constructor(
     private readonly client: MongoClient,
     private readonly spec: DatasetSpec,
+    /** Each call's writes in one transaction (all collections), instead of parallel bulks. */
+    private readonly transactional = false,
   ) {
     this.planner = new MixPlanner(spec);
   }
@@ -198,9 +206,21 @@ class LoadGenerator {
   async issue(count: number): Promise<void> {
     const batches = this.planner.plan(count);
     const db = this.client.db(this.spec.database);
-    await Promise.all(
-      batches.map((b) => db.collection(b.collection).bulkWrite(b.ops, { ordered: false })),
-    );
+    if (this.transactional) {
+      const session = this.client.startSession();
+      try {
+        await session.withTransaction(async () => {
+          for (const b of batches)
+            await db.collection(b.collection).bulkWrite(b.ops, { ordered: false, session });
+        });
+      } finally {
+        await session.endSession();
+      }
+    } else {
+      await Promise.all(
+        batches.map((b) => db.collection(b.collection).bulkWrite(b.ops, { ordered: false })),
+      );
+    }
     for (const b of batches) {
       this.planner.acknowledge(b); // deletable only once acknowledged: every delete hits a document
       this.counts.inserts += b.inserts;

@@ -22,6 +22,8 @@ export interface BenchOptions {
    * by four per-shard workers (`--id`); defaults to 40,000 documents in one collection (quick 4,000).
    */
   sharded: boolean;
+  /** Skip (d'), change application of the transactional mix. */
+  skipTransactions: boolean;
   /** Skip (j), the cutover runs. */
   skipCutover: boolean;
   /** Only (j), the cutover runs (1× without and with verification, 4× with). */
@@ -45,6 +47,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-changes          skip (d)
   --skip-scaling          skip (f)
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
+  --skip-transactions     skip (d'), the same change load written in transactions
   --skip-cutover          skip (j), the cutover runs
   --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
                           peer verifies nothing: off compares change application alone)
@@ -78,6 +81,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipScaling: false,
     skipPeer: false,
     sharded: false,
+    skipTransactions: false,
     skipCutover: false,
     cutoverOnly: false,
     verification: true,
@@ -136,6 +140,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--sharded':
         o.sharded = true;
+        break;
+      case '--skip-transactions':
+        o.skipTransactions = true;
         break;
       case '--skip-cutover':
         o.skipCutover = true;

@@ -106,6 +106,22 @@ export function renderTable(r: BenchResult): string[] {
       }
     }
   }
+  const tx = r.changeTransactional;
+  if ('skipped' in tx) lines.push(row("(d') transactional mix", '-', '', `skipped: ${tx.skipped}`));
+  else {
+    lines.push(
+      row(
+        "(d') sustained, transactional mix",
+        n(tx.sustainedOpsPerSec),
+        '',
+        'each 100 ms tick one transaction over every collection; lag p99 ≤ 2 s',
+      ),
+    );
+    for (const st of tx.steps)
+      lines.push(
+        `      target ${n(st.targetOpsPerSec).padStart(7)} achieved ${n(st.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(st.lagP50, 2)} p99 ${n(st.lagP99, 2)} max ${n(st.lagMax, 2)} s  ${st.held ? 'held' : 'NOT held'}${st.loadLimited ? ' (load-limited)' : ''}`,
+      );
+  }
   lines.push(row('(e) worker peak RSS 1× (copy + changes)', '', '', `${n(r.peakRssMB1x)} MB`));
   if ('skipped' in r.verification)
     lines.push(row('(v) verification at commit', '', '', `skipped: ${r.verification.skipped}`));
