@@ -566,6 +566,7 @@ async function mainSharded(options: BenchOptions): Promise<ShardedBenchResult> {
       profileDir,
       timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
       log,
+      verification: options.verificationGiven && options.verification,
     });
     return {
       ...result,

@@ -33,6 +33,8 @@ export interface BenchOptions {
    * measures change application alone, as the peer (which verifies nothing) is measured.
    */
   verification: boolean;
+  /** --verification was given (the --sharded run defaults to off). */
+  verificationGiven: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -50,7 +52,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-transactions     skip (d'), the same change load written in transactions
   --skip-cutover          skip (j), the cutover runs
   --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
-                          peer verifies nothing: off compares change application alone)
+                          peer verifies nothing: off compares change application alone;
+                          --sharded defaults to off: its read amplification is the sync's own)
   --cutover               only (j): an application writing every 20 ms, verification on, commit,
                           at 1× and at --scale × the documents (and 1× with verification off)
   --sharded               per-shard scale instead: a 4-shard source (one hashed-key collection,
@@ -85,6 +88,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipCutover: false,
     cutoverOnly: false,
     verification: true,
+    verificationGiven: false,
   };
   let documentsGiven = false;
   let collectionsGiven = false;
@@ -155,6 +159,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         if (v !== 'on' && v !== 'off')
           throw new BenchUsageError(`--verification: on or off, not ${v}`);
         o.verification = v === 'on';
+        o.verificationGiven = true;
         break;
       }
       case '--cpu-prof': {

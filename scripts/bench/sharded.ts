@@ -114,6 +114,11 @@ interface RunOptions {
   profileDir: string | null;
   timeoutMs: number;
   log: (line: string) => void;
+  /**
+   * The embedded verifier in both runs (default off here: the read amplification measures how
+   * the sync's own reads divide; the verifier reads every document once more, in both runs).
+   */
+  verification?: boolean;
 }
 
 export async function runShardedScale(
@@ -206,7 +211,13 @@ async function onFreshClusters(
     const before = measured.map((p) => cpuSecondsOf(p.child));
     const startedAt = Date.now();
     await Promise.all(
-      workers.map((w) => post(w.api, 'start', { source: 'cluster0', destination: 'cluster1' })),
+      workers.map((w) =>
+        post(w.api, 'start', {
+          source: 'cluster0',
+          destination: 'cluster1',
+          ...(options.verification ? {} : { verification: { enabled: false } }),
+        }),
+      ),
     );
     const ends = await untilEveryCanCommit(workers, startedAt, options.timeoutMs);
     const endedAt = Math.max(...ends);
