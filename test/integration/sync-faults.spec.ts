@@ -209,18 +209,36 @@ describeEmulatorOnly('failCommand fail points with probabilities, emulator users
             () => JSON.stringify(w.job.progress()),
           );
         }
-        await w.job.commit().catch(async (e: unknown) => {
-          // a refused commit (a fault while checking readiness) is simply asked again
-          await new Promise((r) => setTimeout(r, 200));
-          if ((e as { error?: string }).error !== 'CommitNotReady') throw e;
-          await w.job.commit();
-        });
-        await waitFor(
-          () => w.job.progress().state === 'COMMITTED' || !!w.job.progress().commitFailure,
-          40_000,
-          'COMMITTED',
-          () => JSON.stringify(w.job.progress()),
-        );
+        // As a user would: a refused commit (a fault while checking readiness) is asked again,
+        // and so is one rolled back because its final check could not read through the faults
+        // (VerificationUnavailable: the source is writable again, the sync runs on).
+        const rolledBack = () =>
+          ((w.job.progress().warnings as unknown[] | undefined) ?? []).some((x) =>
+            String(x).startsWith('CommitRolledBack'),
+          );
+        for (let attempt = 1; ; attempt++) {
+          await w.job.commit().catch(async (e: unknown) => {
+            await new Promise((r) => setTimeout(r, 200));
+            if ((e as { error?: string }).error !== 'CommitNotReady') throw e;
+            await w.job.commit();
+          });
+          await waitFor(
+            () =>
+              w.job.progress().state === 'COMMITTED' ||
+              !!w.job.progress().commitFailure ||
+              (w.job.progress().state === 'RUNNING' && rolledBack()),
+            40_000,
+            'COMMITTED',
+            () => JSON.stringify(w.job.progress()),
+          );
+          if (w.job.progress().state !== 'RUNNING' || attempt >= 3) break;
+          await waitFor(
+            () => w.job.progress().canCommit === true,
+            60_000,
+            'canCommit after a rollback',
+            () => JSON.stringify(w.job.progress()),
+          );
+        }
       } finally {
         await stopRotation();
       }

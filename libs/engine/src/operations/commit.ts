@@ -8,6 +8,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { CommitState } from '../ports/job-store';
 import { relaxRestoredIndexes, restoreRelaxedIndexes } from '../prepare/index-restorer';
 import { retryInPlace } from '../faults/retry-in-place';
+import { isShardClaimLost } from '../shards/claim-fence';
 import {
   FINAL_COMMIT_STEP,
   announceRollback,
@@ -36,6 +37,8 @@ export interface CommitStep {
   name: string;
   scope: StepScope;
   run(ctx: CommitStepContext): Promise<void>;
+  /** What a failure that outlasted the step's retries becomes (default: itself). */
+  failure?(error: Error): Error;
 }
 
 const blocking = (ctx: CommitStepContext) =>
@@ -101,12 +104,16 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
         // A difference may be a write that bypassed the block after the commit point: name the
         // cause (SourceWritesDuringCommit) rather than its symptom.
         await throwIfSourceWritten(ctx);
-        // Reads that kept failing after their retries in place: the check cannot be made, and
-        // the application must not wait for someone to act — the commit rolls back.
-        if (!rollsCommitBack(error)) throw new VerificationUnavailableError(error);
         throw error;
       }
     },
+    // Reads that kept failing after their retries (in place, then the step's): the check cannot
+    // be made, and the application must not wait for someone to act — the commit rolls back.
+    // (Not for a worker that lost its shard: it acts no more.)
+    failure: (error) =>
+      rollsCommitBack(error) || isShardClaimLost(error)
+        ? error
+        : new VerificationUnavailableError(error),
   },
   {
     // Writes that reached the source after the commit point (a client that bypasses write
@@ -244,7 +251,8 @@ export async function runCommitSteps(
       if (where === 'run') await runWithRetries(ctx, step.name, () => step.run({ ...ctx, state }));
       stepMs = ctx.clock.now() - began;
     } catch (error) {
-      const failure = error instanceof Error ? error : new Error(String(error));
+      const thrown = error instanceof Error ? error : new Error(String(error));
+      const failure = step.failure && !ctx.signal.aborted ? step.failure(thrown) : thrown;
       ctx.logger.error('commit step failed; call commit again to retry it', {
         step: step.name,
         error: `${failure.name}: ${failure.message}`,
