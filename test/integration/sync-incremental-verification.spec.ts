@@ -25,6 +25,19 @@ async function returned(client: MongoClient): Promise<number> {
   return Number((status.metrics as { document: { returned: unknown } }).document.returned);
 }
 
+/** Waits until the job's commit rolled back; its `CommitRolledBack` progress warning. */
+async function rollbackWarning(job: SyncJob): Promise<string> {
+  const find = () =>
+    ((job.progress().warnings ?? []) as string[]).find((w) => w.startsWith('CommitRolledBack'));
+  await waitFor(
+    () => find() !== undefined,
+    60_000,
+    'the commit rolled back',
+    () => JSON.stringify(job.progress()),
+  );
+  return find()!;
+}
+
 async function seed(c: AuthClusters): Promise<void> {
   await c.appSrc
     .db(testDb('shop'))
@@ -169,15 +182,8 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     );
     await job.commit();
     // The difference rolls the commit back: the application gets its source back at once.
-    await waitFor(
-      () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
-      60_000,
-      'the commit rolled back',
-      () => JSON.stringify(job.progress()),
-    );
-    const progress = job.progress();
-    expect(progress).toMatchObject({ state: 'RUNNING', canWrite: false });
-    const warning = (progress.warnings as string[]).find((w) => w.startsWith('CommitRolledBack'))!;
+    const warning = await rollbackWarning(job);
+    expect(job.progress()).toMatchObject({ state: 'RUNNING', canWrite: false });
     expect(warning).toContain('at step verified (VerificationFailed');
     expect(warning).toContain(
       `${testNs('shop.orders')}: document _id {"$numberInt":"1234"} differs`,
@@ -211,15 +217,7 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     await job.start(request({ enableUserWriteBlocking: true }));
     await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
     await job.commit();
-    await waitFor(
-      () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
-      60_000,
-      'the commit rolled back',
-      () => JSON.stringify(job.progress()),
-    );
-    const warning = (job.progress().warnings as string[]).find((w) =>
-      w.startsWith('CommitRolledBack'),
-    )!;
+    const warning = await rollbackWarning(job);
     expect(warning).toContain('SourceWritesDuringCommit');
     expect(warning).toContain(`insert on ${testNs('shop.orders')} (_id "sneaked-in")`);
     expect(job.progress().state).toBe('RUNNING');
@@ -281,15 +279,7 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
       await job.start(request({ enableUserWriteBlocking: true }));
       await waitFor(() => job.progress().canCommit === true, 60_000, 'canCommit');
       await job.commit();
-      await waitFor(
-        () => JSON.stringify(job.progress().warnings ?? []).includes('CommitRolledBack'),
-        60_000,
-        'the commit rolled back',
-        () => JSON.stringify(job.progress()),
-      );
-      const warning = (job.progress().warnings as string[]).find((w) =>
-        w.startsWith('CommitRolledBack'),
-      )!;
+      const warning = await rollbackWarning(job);
       expect(warning).toContain('at step verified (VerificationUnavailable');
       expect(job.progress().state).toBe('RUNNING');
       // The application has its source back; the destination stays closed.

@@ -30,6 +30,7 @@ export * from './verify/compare-clusters';
 export * from './verify/document-diff';
 export * from './verify/index-diff';
 export * from './verify/namespace-verifier';
+export * from './verify/range-digest';
 export * from './verify/verify-pass';
 export * from './verify/verification';
 export * from './shards/key-order';

@@ -1,6 +1,8 @@
 import type { ShardConnections } from './shard-connections';
 import {
   SourceNamespaceChangedError,
+  digestDocuments,
+  digestRead,
   uuidHex,
   type ClusterDescription,
   type CollectionInfo,
@@ -15,7 +17,6 @@ import {
   type SourceWrite,
 } from '@sync/engine';
 import { resumeTokenTime } from '@sync/engine/apply';
-import { createHash } from 'node:crypto';
 import { Binary, BSON, Timestamp, type Document } from 'bson';
 import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
 
@@ -302,22 +303,8 @@ export class MongoSourceCluster implements SourceCluster {
   }
 
   /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */
-  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    const hash = createHash('sha256');
-    let count = 0;
-    let bytes = 0;
-    for await (const buffer of this.rawDocuments(database, collection, {
-      range: options.range,
-      batchSize: options.batchSize ?? 1000,
-      sortById: true,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
-    })) {
-      hash.update(buffer);
-      count += 1;
-      bytes += buffer.byteLength;
-    }
-    return { count, bytes, hash: hash.digest('hex') };
+  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
+    return digestDocuments(this.rawDocuments(database, collection, digestRead(options)));
   }
 
   /**

@@ -237,11 +237,7 @@ export class WriteLane {
       // The destination's versions first, then the source: every version read was written for
       // an event older than the source read, so all are older than `current`.
       const versions = await this.versionsOf(ns, op.filter);
-      const current = await retryInPlace(
-        `lookup in ${nsKey(ns)}`,
-        () => this.deps.lookup.findByKey(ns, { _id: op.filter._id }, uuid),
-        this.deps.retry,
-      );
+      const current = await this.readSource(ns, { _id: op.filter._id });
       if (attempt === 0) this.deps.onMoveRepaired?.(1);
       if (!current || !keyspace.owns(ns, uuid, current)) return;
       const stale = versions
@@ -332,13 +328,18 @@ export class WriteLane {
     return step.kind === 'replace' ? this.targeted(ns, step) : step;
   }
 
-  /** The source's current version of the document, or its deletion when it is gone. */
-  private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
-    const doc = await retryInPlace(
+  /** The source's current document with this key (its collection followed by UUID), or null. */
+  private readSource(ns: Namespace, documentKey: Document): Promise<Document | null> {
+    return retryInPlace(
       `lookup in ${nsKey(ns)}`,
       () => this.deps.lookup.findByKey(ns, documentKey, this.uuids.get(nsKey(ns))),
       this.deps.retry,
     );
+  }
+
+  /** The source's current version of the document, or its deletion when it is gone. */
+  private async resolveLookup(ns: Namespace, documentKey: Document): Promise<WriteOp> {
+    const doc = await this.readSource(ns, documentKey);
     return doc
       ? this.targeted(ns, { kind: 'replace', filter: documentKey, replacement: doc })
       : { kind: 'delete', filter: documentKey };

@@ -395,10 +395,10 @@ export class VerificationUnavailableError extends Error {
 
 /**
  * Undoes a commit whose checks failed before the destination opened, so that no failure leaves
- * both clusters refusing writes: unique/TTL/hidden indexes relaxed again when they were restored
- * (the lead worker's part in a per-shard sync; the others are told through the shared record),
- * source writes unblocked, and the job back to RUNNING with the failure remembered (progress
- * shows it). The caller restarts change application; a later `commit` starts again.
+ * both clusters refusing writes: source writes unblocked (first), unique/TTL/hidden indexes
+ * relaxed again when they were restored (the lead worker's part in a per-shard sync; the others
+ * are told through the shared record), and the job back to RUNNING with the failure remembered
+ * (progress shows it). The caller restarts change application; a later `commit` starts again.
  */
 export async function rollBackCommit(
   session: JobSession,

@@ -321,7 +321,6 @@ export class DirtyTracker {
     differing: Array<{ id: unknown; identity: string }>,
   ): void {
     this.rangeChecked(state, range, startSeq, true);
-    if (!range.dirty) range.differs = 0;
     const now = this.now();
     for (const { id, identity } of differing) {
       this.markDocument(state.database, state.collection, id, identity);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { BSON, type Document } from 'bson';
 import type { CopyShare } from '../shards/topology';
 import { EXACT, pickTopLevelFields } from '../copy/pick-fields';
@@ -10,6 +9,7 @@ import type {
   SourceCluster,
 } from '../ports/source-cluster';
 import type { VerifiableCluster } from './namespace-verifier';
+import { digestDocuments, digestRead } from './range-digest';
 
 type Readable = VerifiableCluster & Partial<Pick<SourceCluster, 'readRaw'>>;
 
@@ -54,36 +54,29 @@ export class SharedView implements VerifiableCluster {
     }
   }
 
-  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    const hash = createHash('sha256');
-    let count = 0;
-    let bytes = 0;
-    const read: ReadOptions = {
-      range: options.range,
-      batchSize: options.batchSize ?? 1000,
-      sortById: true,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
-    };
-    const add = (raw: Uint8Array) => {
-      hash.update(raw);
-      count += 1;
-      bytes += raw.byteLength;
-    };
+  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
+    return digestDocuments(this.keptRaw(database, collection, digestRead(options)));
+  }
+
+  /** The kept documents' raw bytes, in `_id` order. */
+  private async *keptRaw(
+    database: string,
+    collection: string,
+    read: ReadOptions,
+  ): AsyncIterable<Uint8Array> {
     const fields = this.share.keepFields;
     if (this.inner.readRaw) {
       for await (const batch of this.inner.readRaw(database, collection, read)) {
         for (const raw of batch.documents) {
           const routed = fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT);
-          if (this.share.keep(routed)) add(raw);
+          if (this.share.keep(routed)) yield raw;
         }
       }
     } else {
       for await (const batch of this.read(database, collection, read)) {
-        for (const doc of batch.documents) add(BSON.serialize(doc));
+        for (const doc of batch.documents) yield BSON.serialize(doc);
       }
     }
-    return { count, bytes, hash: hash.digest('hex') };
   }
 
   async readByIds(

@@ -587,10 +587,10 @@ export class Verification {
       const name = state.name;
       const target = targets.get(name);
       if (!target) continue; // not synced (anymore): nothing to compare
+      const side = sides(target);
       for (const range of ranges) {
         add(name, async () => {
           const startSeq = tracker.sequence;
-          const side = sides(target);
           const result = await checkRange(
             side.source,
             side.destination,
@@ -628,7 +628,6 @@ export class Verification {
         const batch = ids.slice(i, i + IDS_PER_READ);
         add(name, async () => {
           const startSeq = tracker.sequence;
-          const side = sides(target);
           const result = await checkDocuments(
             side.source,
             side.destination,
