@@ -256,6 +256,23 @@ async function expectDestinationEqualsSource(s: Scenario): Promise<void> {
   expect(report.documents).toBeGreaterThanOrEqual(ORDERS + CUSTOMERS);
 }
 
+/** After a rollback: the application writes to the source again, the destination refuses it. */
+async function expectSourceBackDestinationClosed(s: Scenario): Promise<void> {
+  expect(
+    await tryWrite(() =>
+      s.sourceApp
+        .db(testDb('shop'))
+        .collection<AnyDoc>('orders')
+        .insertOne({ _id: 'after rollback' }),
+    ),
+  ).toBe('ok');
+  expect(
+    await tryWrite(() =>
+      s.destinationApp.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
+    ),
+  ).toBe('UserWritesBlocked');
+}
+
 async function stopScenario(s: Scenario | undefined, writers: Writer[]): Promise<void> {
   await Promise.all(writers.splice(0).map((w) => w.stop().catch(() => undefined)));
   if (s) {
@@ -368,19 +385,7 @@ describeOn('replicaSets')('cutover through the worker process (authentication on
     expect(rogue.otherErrors).toEqual([]);
 
     // The application has its source back; the destination is still closed to it.
-    expect(
-      await tryWrite(() =>
-        s!.sourceApp
-          .db(testDb('shop'))
-          .collection<AnyDoc>('orders')
-          .insertOne({ _id: 'after rollback' }),
-      ),
-    ).toBe('ok');
-    expect(
-      await tryWrite(() =>
-        s!.destinationApp.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
-      ),
-    ).toBe('UserWritesBlocked');
+    await expectSourceBackDestinationClosed(s!);
 
     // The bypassing client stops; the sync catches up and a second commit completes.
     await rogue.stop();
@@ -444,19 +449,7 @@ describeOn('replicaSets')('cutover through the worker process (authentication on
       () => app.okAfterRefusal >= 5 || (app.refused === 0 && app.ok >= acceptedBefore + 20),
       'the application to write on the source again',
     );
-    expect(
-      await tryWrite(() =>
-        s!.sourceApp
-          .db(testDb('shop'))
-          .collection<AnyDoc>('orders')
-          .insertOne({ _id: 'after rollback' }),
-      ),
-    ).toBe('ok');
-    expect(
-      await tryWrite(() =>
-        s!.destinationApp.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
-      ),
-    ).toBe('UserWritesBlocked');
+    await expectSourceBackDestinationClosed(s!);
     await app.stop();
     expect(app.otherErrors).toEqual([]);
     expect((await s.api.progress()).state).toBe('RUNNING');
