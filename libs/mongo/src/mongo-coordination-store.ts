@@ -48,6 +48,30 @@ export class MongoCoordinationStore implements CoordinationStore {
    * fresh claim of another instance matches nothing and the upsert collides with it (11000).
    */
   async claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim> {
+    const held = await this.claimWrite(worker, instance, staleMs, true);
+    if (!held) throw new Error(`the claim of shard ${worker} vanished while it was claimed`);
+    return held;
+  }
+
+  /**
+   * A standby's attempt: the same write without the upsert, so it never creates a claim and,
+   * while the holder is fresh, matches nothing (writes nothing).
+   */
+  async takeOver(worker: string, instance: string, staleMs: number): Promise<WorkerClaim | null> {
+    return this.claimWrite(worker, instance, staleMs, false);
+  }
+
+  async readClaim(worker: string): Promise<WorkerClaim | null> {
+    const held = await this.collection('workers').findOne({ _id: worker as never });
+    return held ? toClaim(held) : null;
+  }
+
+  private async claimWrite(
+    worker: string,
+    instance: string,
+    staleMs: number,
+    upsert: boolean,
+  ): Promise<WorkerClaim | null> {
     const workers = this.collection('workers');
     let held: Document | null = null;
     try {
@@ -86,21 +110,14 @@ export class MongoCoordinationStore implements CoordinationStore {
             },
           },
         ],
-        { upsert: true, returnDocument: 'after' },
+        { upsert, returnDocument: 'after' },
       );
     } catch (error) {
       // Held by a live process: the upsert collides with its document.
       if ((error as { code?: unknown }).code !== 11000) throw error;
     }
     held ??= await workers.findOne({ _id: worker as never });
-    if (!held) throw new Error(`the claim of shard ${worker} vanished while it was claimed`);
-    return {
-      _id: String(held._id),
-      instance: String(held.instance),
-      heartbeatAt: held.heartbeatAt as Date,
-      // A claim written before epochs existed counts as epoch 0.
-      epoch: toNumber(held.epoch),
-    };
+    return held ? toClaim(held) : null;
   }
 
   async fence(worker: string, epoch: number): Promise<void> {
@@ -226,6 +243,16 @@ export class MongoCoordinationStore implements CoordinationStore {
   private epochField(): string {
     return `claimEpochs.${this.fencing.guard?.worker ?? ''}`;
   }
+}
+
+function toClaim(held: Document): WorkerClaim {
+  return {
+    _id: String(held._id),
+    instance: String(held.instance),
+    heartbeatAt: held.heartbeatAt as Date,
+    // A claim written before epochs existed counts as epoch 0.
+    epoch: toNumber(held.epoch),
+  };
 }
 
 function escapeRegex(text: string): string {

@@ -82,6 +82,15 @@ export interface CoordinationStore {
    * when refused).
    */
   claim(worker: string, instance: string, staleMs: number): Promise<WorkerClaim>;
+  /**
+   * A standby's attempt: the same atomic write as `claim`, but only over an existing claim that
+   * `instance` holds or that is stale by the destination's clock (never creates one: a shard
+   * nobody claimed has no active worker to stand by). Returns the claim in force afterwards,
+   * null when there is none. While the holder is fresh it matches nothing and writes nothing.
+   */
+  takeOver(worker: string, instance: string, staleMs: number): Promise<WorkerClaim | null>;
+  /** The claim of shard `worker` as stored (null: none), without writing. */
+  readClaim(worker: string): Promise<WorkerClaim | null>;
   load(): Promise<CoordinationRecord | null>;
   /** Writes the record (replacing a stale one from an abandoned start). */
   create(record: CoordinationRecord): Promise<void>;

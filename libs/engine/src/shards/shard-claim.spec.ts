@@ -149,8 +149,152 @@ describe('ShardClaim (the destination clock judges; epochs; the lease)', () => {
     await jest.advanceTimersByTimeAsync(8_000);
     await expect(refused).rejects.toMatchObject({
       error: 'DuplicateShardWorker',
-      message: expect.stringMatching(/alive/),
+      message: expect.stringMatching(/alive.*--standby/),
     });
     holder.stop();
+  });
+});
+
+describe('ShardClaim standby mode (--standby)', () => {
+  let store: FakeCoordinationStore;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 1_700_000_000_000 });
+    store = new FakeCoordinationStore(() => Date.now());
+  });
+  afterEach(() => jest.useRealTimers());
+
+  // The defaults: renew 1 s, stale 4 s (lease margin 0.8 s).
+  const active = (clock: Clock = hostClock(0)) => new ShardClaim('shardA', clock, silentLogger);
+  const standby = (clock: Clock = hostClock(0), extra: object = {}) =>
+    new ShardClaim('shardA', clock, silentLogger, { standby: true, ...extra });
+
+  it('never takes over from a live active worker, however long it waits, and never refuses', async () => {
+    const holder = active(hostClock(-HOUR));
+    const lost: ApiError[] = [];
+    await holder.acquire(store, (e) => lost.push(e));
+    const waiting = standby(hostClock(+HOUR));
+    let settled = false;
+    const taken = waiting.acquire(store, () => undefined);
+    void taken.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await jest.advanceTimersByTimeAsync(5 * 60_000);
+    expect(settled).toBe(false);
+    expect(waiting.epoch).toBeUndefined();
+    expect(lost).toEqual([]);
+    expect(() => holder.fence.assertHeld()).not.toThrow();
+    expect(store.claims.get('shardA')).toMatchObject({ instance: holder.instance, epoch: 1 });
+    expect(store.fences.get('shardA')).toBe(1);
+    holder.stop();
+    await jest.advanceTimersByTimeAsync(6_000);
+    expect(settled).toBe(true);
+    waiting.stop();
+  });
+
+  it('takes a dead active worker over within a few seconds (stale by the destination clock), epoch + 1, fenced', async () => {
+    const holder = active();
+    const lostByHolder: ApiError[] = [];
+    await holder.acquire(store, (e) => lostByHolder.push(e));
+    const holders: Array<string | null> = [];
+    const waiting = standby(hostClock(0), {
+      onStandby: (h: { instance: string } | null) => holders.push(h?.instance ?? null),
+    });
+    const taken = waiting.acquire(store, () => undefined);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(waiting.epoch).toBeUndefined();
+    expect(holders.length).toBeGreaterThan(0);
+    expect(new Set(holders)).toEqual(new Set([holder.instance]));
+
+    // The active worker dies right after a renewal.
+    holder.stop();
+    const lastBeat = store.claims.get('shardA')!.heartbeatAt.getTime();
+    const diedAt = Date.now();
+    await jest.advanceTimersByTimeAsync(3_900 - (diedAt - lastBeat));
+    expect(waiting.epoch).toBeUndefined(); // not before the claim is stale
+    await jest.advanceTimersByTimeAsync(700);
+    await taken;
+    expect(waiting.epoch).toBe(2);
+    // Stale after 4 s, seen within one poll (0.5 s): under 4.6 s after the last heartbeat.
+    expect(Date.now() - lastBeat).toBeLessThanOrEqual(4_600);
+    expect(store.fences.get('shardA')).toBe(2);
+    expect(store.claims.get('shardA')).toMatchObject({ instance: waiting.instance, epoch: 2 });
+    expect(() => waiting.fence.assertHeld()).not.toThrow();
+
+    // It renews as an active worker does: held for minutes.
+    await jest.advanceTimersByTimeAsync(120_000);
+    expect(() => waiting.fence.assertHeld()).not.toThrow();
+    expect(store.claims.get('shardA')!.heartbeatAt.getTime()).toBeGreaterThan(Date.now() - 1_500);
+    waiting.stop();
+  });
+
+  it('never claims a shard nobody holds (no active worker to stand by), and writes nothing', async () => {
+    const waiting = standby();
+    const controller = new AbortController();
+    const taken = waiting.acquire(store, () => undefined, controller.signal);
+    taken.catch(() => undefined);
+    await jest.advanceTimersByTimeAsync(30_000);
+    expect(store.claims.size).toBe(0);
+    expect(store.fences.size).toBe(0);
+    expect(waiting.epoch).toBeUndefined();
+    // An active worker claims it later: the standby stands by it.
+    const holder = active();
+    await holder.acquire(store, () => undefined);
+    await jest.advanceTimersByTimeAsync(30_000);
+    expect(store.claims.get('shardA')).toMatchObject({ instance: holder.instance, epoch: 1 });
+    controller.abort();
+    await expect(taken).rejects.toBeDefined();
+    holder.stop();
+  });
+
+  it('of two standbys exactly one takes over; the other stands by the new active worker', async () => {
+    const holder = active();
+    await holder.acquire(store, () => undefined);
+    const a = standby();
+    const b = standby();
+    const controller = new AbortController();
+    const takenA = a.acquire(store, () => undefined, controller.signal);
+    const takenB = b.acquire(store, () => undefined, controller.signal);
+    takenA.catch(() => undefined);
+    takenB.catch(() => undefined);
+    holder.stop();
+    await jest.advanceTimersByTimeAsync(30_000);
+    const epochs = [a.epoch, b.epoch];
+    expect(epochs.filter((e) => e === 2)).toHaveLength(1);
+    expect(epochs.filter((e) => e === undefined)).toHaveLength(1);
+    const winner = a.epoch === 2 ? a : b;
+    expect(store.claims.get('shardA')).toMatchObject({ instance: winner.instance, epoch: 2 });
+    controller.abort();
+    a.stop();
+    b.stop();
+  });
+
+  it("the engine's own claim with the standby's instance renews the taken-over epoch (no second takeover)", async () => {
+    const holder = active();
+    await holder.acquire(store, () => undefined);
+    const waiting = standby(hostClock(0), { instance: 'standby-1' });
+    const taken = waiting.acquire(store, () => undefined);
+    holder.stop();
+    await jest.advanceTimersByTimeAsync(6_000);
+    await taken;
+    expect(waiting.epoch).toBe(2);
+    const engineClaim = new ShardClaim('shardA', hostClock(0), silentLogger, {
+      instance: 'standby-1',
+    });
+    await engineClaim.acquire(store, () => undefined);
+    expect(engineClaim.epoch).toBe(2);
+    expect(store.claims.get('shardA')).toMatchObject({ instance: 'standby-1', epoch: 2 });
+    waiting.stop();
+    await jest.advanceTimersByTimeAsync(20_000);
+    expect(() => engineClaim.fence.assertHeld()).not.toThrow();
+    engineClaim.stop();
+  });
+
+  it('keeps the invariant renew < stale − margin', () => {
+    expect(() => new ShardClaim('shardA', hostClock(0), silentLogger, { renewMs: 3_500 })).toThrow(
+      /renewMs/,
+    );
+    expect(() => new ShardClaim('shardA', hostClock(0), silentLogger)).not.toThrow();
   });
 });

@@ -6,21 +6,46 @@ import type { CoordinationStore, WorkerClaim } from '../ports/coordination-store
 import type { EngineLogger } from '../ports/engine-logger';
 import { ClaimFence, shardClaimLost } from './claim-fence';
 
+/** Heartbeat period of a shard claim by default (workers: --claimRenewMs). */
+export const DEFAULT_CLAIM_RENEW_MS = 1_000;
+/** A claim not renewed for this long is free to take over, by default (--claimStaleMs). */
+export const DEFAULT_CLAIM_STALE_MS = 4_000;
+
 export interface ShardClaimOptions {
-  /** Heartbeat period (default 3 s). */
+  /** Heartbeat period (default DEFAULT_CLAIM_RENEW_MS, 1 s). */
   renewMs?: number;
   /**
    * A claim whose heartbeat is older than this by the DESTINATION's clock is free to take over
-   * (default 10 s).
+   * (default DEFAULT_CLAIM_STALE_MS, 4 s).
    */
   staleMs?: number;
   /**
    * The holder stops writing this long before its claim could go stale: it holds the claim
    * until (sending time of its last acknowledged renewal) + staleMs − leaseMarginMs, on its own
-   * monotonic clock (default staleMs / 5: 2 s of 10 s). Covers clock-rate drift and a write
+   * monotonic clock (default staleMs / 5: 0.8 s of 4 s). Covers clock-rate drift and a write
    * still in flight when the lease ends.
    */
   leaseMarginMs?: number;
+  /**
+   * This process's claim instance (default: random). A worker that took its shard over before
+   * its engine existed (a standby) passes the id it took it with: the engine's own claim is then
+   * a renewal of the same epoch, not a second takeover.
+   */
+  instance?: string;
+  /**
+   * Standby: `acquire` never claims a free shard and never refuses a live holder; it watches the
+   * claim (reads only, and a takeover attempt that matches nothing while the holder is fresh)
+   * and takes it over once its heartbeat is stale by the destination's clock, however long
+   * that takes — then fences the older epochs off and renews, as a restarted worker does.
+   */
+  standby?: boolean;
+  /**
+   * How often a standby tries the takeover (default renewMs / 2, at most 500 ms): a dead
+   * holder is replaced at most this long after its claim went stale.
+   */
+  standbyPollMs?: number;
+  /** A standby: called at each look at the claim while it is held by another (or absent). */
+  onStandby?: (holder: WorkerClaim | null) => void;
   /**
    * The lease state the destination adapters check before each write (the composition root
    * shares one with them); a private one otherwise.
@@ -45,7 +70,7 @@ export interface ShardClaimOptions {
  * it takes, until the dead one's claim is stale by the destination's clock, and takes it over.
  */
 export class ShardClaim {
-  readonly instance = randomBytes(8).toString('hex');
+  readonly instance: string;
   readonly fence: ClaimFence;
   private renewing: AbortController | null = null;
   private held: WorkerClaim | null = null;
@@ -56,6 +81,7 @@ export class ShardClaim {
     private readonly logger: EngineLogger,
     private readonly options: ShardClaimOptions = {},
   ) {
+    this.instance = options.instance ?? randomBytes(8).toString('hex');
     this.fence =
       options.fence ??
       new ClaimFence(worker, clock === systemClock ? () => performance.now() : () => clock.now());
@@ -67,11 +93,15 @@ export class ShardClaim {
   }
 
   private get staleMs(): number {
-    return this.options.staleMs ?? 10_000;
+    return this.options.staleMs ?? DEFAULT_CLAIM_STALE_MS;
   }
 
   private get renewMs(): number {
-    return this.options.renewMs ?? 3_000;
+    return this.options.renewMs ?? DEFAULT_CLAIM_RENEW_MS;
+  }
+
+  private get pollMs(): number {
+    return this.options.standbyPollMs ?? Math.max(1, Math.min(500, this.renewMs / 2));
   }
 
   private get marginMs(): number {
@@ -89,7 +119,12 @@ export class ShardClaim {
    * epochs off, then renews the claim and watches the lease. `onLost` is called once when the
    * claim is lost (taken over, or the lease ran out); the fence refuses writes from then on.
    */
-  async acquire(store: CoordinationStore, onLost: (error: ApiError) => void): Promise<void> {
+  async acquire(
+    store: CoordinationStore,
+    onLost: (error: ApiError) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    if (this.options.standby) return this.takeOver(store, onLost, signal);
     let first: WorkerClaim | null = null;
     const beats = new Set<number>();
     for (;;) {
@@ -113,6 +148,53 @@ export class ShardClaim {
       await this.clock.sleep(Math.min(1_000, this.renewMs));
     }
     this.logger.info('shard claimed', { worker: this.worker, epoch: this.held.epoch });
+    this.renew(store, onLost);
+  }
+
+  /**
+   * Standby: waits (however long) until the holder's claim is stale by the destination's clock,
+   * then takes it over (epoch + 1), fences the older epochs off and renews. Never claims a shard
+   * nobody holds: a standby stands by an active worker. Rejects only when `signal` aborts.
+   */
+  private async takeOver(
+    store: CoordinationStore,
+    onLost: (error: ApiError) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let announced = false;
+    for (;;) {
+      if (signal?.aborted) throw signal.reason ?? new Error('standby aborted');
+      const sent = this.fence.now();
+      let held: WorkerClaim | null = null;
+      try {
+        held = await store.takeOver(this.worker, this.instance, this.staleMs);
+      } catch (error) {
+        this.logger.warn('standby: reading the shard claim failed; retrying', {
+          worker: this.worker,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      if (held && held.instance === this.instance) {
+        this.held = held;
+        await store.fence(this.worker, held.epoch);
+        this.fence.hold(held.epoch, sent + this.staleMs - this.marginMs);
+        break;
+      }
+      if (!announced) {
+        announced = true;
+        this.logger.info('standby: waiting for the active worker of this shard to stop', {
+          worker: this.worker,
+          holder: held?.instance ?? null,
+          epoch: held?.epoch ?? null,
+        });
+      }
+      this.options.onStandby?.(held);
+      await this.clock.sleep(this.pollMs, signal);
+    }
+    this.logger.info('standby: the shard was taken over', {
+      worker: this.worker,
+      epoch: this.held.epoch,
+    });
     this.renew(store, onLost);
   }
 
@@ -180,7 +262,7 @@ export class ShardClaim {
   private duplicate(held: WorkerClaim): ApiError {
     return new ApiError(
       'DuplicateShardWorker',
-      `another worker runs shard ${this.worker}: it is alive (its heartbeat advances, last at ${held.heartbeatAt.toISOString()} by the destination's clock); each source shard needs exactly one worker. Stop the other one; a worker that died is taken over ${Math.round(this.staleMs / 1000)} s after its last heartbeat.`,
+      `another worker runs shard ${this.worker}: it is alive (its heartbeat advances, last at ${held.heartbeatAt.toISOString()} by the destination's clock); each source shard needs exactly one active worker. Stop the other one, or start this one with --standby to wait as its standby (it takes the shard over within seconds of the active one's death); a worker that died is taken over ${Math.round(this.staleMs / 100) / 10} s after its last heartbeat.`,
     );
   }
 }

@@ -33,6 +33,16 @@ export class FakeCoordinationStore implements CoordinationStore {
     return { ...claim, heartbeatAt: new Date(claim.heartbeatAt) };
   }
 
+  async takeOver(worker: string, instance: string, staleMs: number): Promise<WorkerClaim | null> {
+    if (!this.claims.has(worker)) return null;
+    return this.claim(worker, instance, staleMs);
+  }
+
+  async readClaim(worker: string): Promise<WorkerClaim | null> {
+    const claim = this.claims.get(worker);
+    return claim ? { ...claim, heartbeatAt: new Date(claim.heartbeatAt) } : null;
+  }
+
   async load(): Promise<CoordinationRecord | null> {
     return this.record && deepSnapshot(this.record);
   }
