@@ -180,23 +180,32 @@ export class NodeCommandExecutor implements CommandExecutor {
       if (state.explicitLabels.length) reply.errorLabels = [...state.explicitLabels];
       else delete reply.errorLabels;
     } else {
+      // mongod's ErrorLabelBuilder::build: TransientTransactionError and RetryableWriteError
+      // are exclusive; inside a transaction only commit/abort can be RetryableWriteError.
       const labels = new Set<string>((reply.errorLabels as string[] | undefined) ?? []);
       const code = reply.code as number;
-      if (this.isRetryableWrite(state) && RETRYABLE_WRITE_CODES.has(code))
+      const commitOrAbort = isCommitOrAbort(state.def?.name);
+      if (
+        state.inTransaction &&
+        isTransientTransactionError(code, reply.writeConcernError !== undefined, commitOrAbort)
+      ) {
+        labels.add('TransientTransactionError');
+      } else if (
+        (this.isRetryableWrite(state) || (state.inTransaction && commitOrAbort)) &&
+        RETRYABLE_WRITE_CODES.has(code)
+      ) {
         labels.add('RetryableWriteError');
-      if (state.inTransaction) {
-        const commitOrAbort = isCommitOrAbort(state.def?.name);
-        if (commitOrAbort && RETRYABLE_WRITE_CODES.has(code)) labels.add('RetryableWriteError');
-        if (isTransientTransactionError(code, reply.writeConcernError !== undefined, commitOrAbort))
-          labels.add('TransientTransactionError');
       }
       if (labels.size) reply.errorLabels = [...labels];
     }
     return reply;
   }
 
-  private isRetryableWrite(state: { def?: CommandDefinition; session?: CommandSession }): boolean {
-    return !!state.def?.retryableWrite && state.session?.txnNumber !== undefined;
+  /** A retryable write: `txnNumber` without `autocommit` (a transaction's statements are not). */
+  private isRetryableWrite(state: RunState): boolean {
+    return (
+      !!state.def?.retryableWrite && state.session?.txnNumber !== undefined && !state.inTransaction
+    );
   }
 
   /** `$clusterTime` and `operationTime` go on every reply, errors included, like a replica-set member. */
@@ -261,10 +270,10 @@ export class NodeCommandExecutor implements CommandExecutor {
       );
     }
 
-    const failOutcome = await this.evaluateFailCommand(requestedName, def, conn, state);
-
     // Multi-document transactions: `autocommit: false` (+ `startTransaction: true` first).
+    // Known before failCommand fires: its errors are labelled like the command's own.
     state.inTransaction = body.autocommit !== undefined;
+    const failOutcome = await this.evaluateFailCommand(requestedName, def, conn, state);
     const txn = node.transactions.forCommand(def, body, session);
 
     // Write blocking: mongod refuses user writes unless the client may bypass. With access
@@ -446,7 +455,7 @@ export class NodeCommandExecutor implements CommandExecutor {
     if (outcome.errorLabels) {
       if (outcome.errorLabels.length) reply.errorLabels = outcome.errorLabels;
     } else if (
-      this.isRetryableWrite(state) &&
+      (this.isRetryableWrite(state) || (state.inTransaction && isCommitOrAbort(state.def?.name))) &&
       code !== undefined &&
       RETRYABLE_WRITE_CODES.has(code)
     ) {

@@ -45,13 +45,23 @@ export function effectiveWriteConcern(body: Document): WriteConcernSpec {
  * to reach the optime. Returns the writeConcernError to attach, if any:
  * - wtimeout: `64 WriteConcernFailed "waiting for replication timed out"`, errInfo.wtimeout true;
  * - maxTimeMS: `50 MaxTimeMSExpired "operation exceeded time limit"`.
- * Other w values (numbers, tags) are not waited for: the emulated set has one member.
+ * w: 0/1 and tags are not waited for; a w above 1 gets 100 UnsatisfiableWriteConcern (one member).
  */
 export async function waitForWriteConcern(
   node: ReplicaSetNode,
   wc: WriteConcernSpec,
   options: { maxTimeMS?: number; startedAt: number; signal?: AbortSignal },
 ): Promise<Document | undefined> {
+  // A numeric w above the set's one data-bearing member can never be satisfied: mongod checks
+  // it (checkIfWriteConcernCanBeSatisfied) after the write and reports it without waiting.
+  if (typeof wc.w === 'number' && wc.w > 1) {
+    return {
+      code: 100,
+      codeName: 'UnsatisfiableWriteConcern',
+      errmsg: 'Not enough data-bearing nodes',
+      errInfo: { writeConcern: wc.reported },
+    };
+  }
   if (wc.w !== 'majority') return undefined;
   const target = node.oplog.newest()?.ts;
   if (!target) return undefined;
