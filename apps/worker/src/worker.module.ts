@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { BullModule } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -16,6 +17,9 @@ import { CoordinatedEngine } from './control/coordinated-engine';
 import { MongoEpochRecord } from './control/epoch-record';
 import { WorkerAgent } from './control/worker-agent';
 import { WORKER_AGENT, WorkerAgentLifecycle } from './control/worker-agent.lifecycle';
+import { mongoStandbyClusters } from './standby/mongo-standby-clusters';
+import { StandbyEngine } from './standby/standby-engine';
+import { DEFAULT_CLAIM_RENEW_MS, DEFAULT_CLAIM_STALE_MS } from '@sync/engine/shards/shard-claim';
 
 /**
  * Composition root of the worker: the HTTP API driving the MongoDB-backed engine. With
@@ -30,6 +34,13 @@ export class WorkerModule {
     onFatal: (error: unknown) => void,
     url: Promise<string>,
   ): DynamicModule {
+    // This process's shard-claim instance: its engine claims with it, the coordinator shows it.
+    const instance = randomBytes(8).toString('hex');
+    const claim = {
+      renewMs: config.claimRenewMs ?? DEFAULT_CLAIM_RENEW_MS,
+      staleMs: config.claimStaleMs ?? DEFAULT_CLAIM_STALE_MS,
+    };
+    const standby = !!config.standby && config.id !== undefined;
     const agent = config.redis
       ? new WorkerAgent({
           redisUrl: config.redis,
@@ -41,6 +52,8 @@ export class WorkerModule {
             config.clusters.cluster1,
             config.id ?? UNSHARDED_WORKER_ID,
           ),
+          ...(config.id !== undefined ? { instance } : {}),
+          standby,
         })
       : null;
     void url.then((listening) => agent?.setUrl(listening));
@@ -49,10 +62,31 @@ export class WorkerModule {
       ...(config.id ? { id: config.id } : {}),
       logger,
       engineFactory: async (options) => {
-        const engine = await createSyncEngine(options);
-        if (!agent) return engine;
-        agent.attach(engine);
-        return new CoordinatedEngine(engine);
+        const create = async () => {
+          const engine = await createSyncEngine({
+            ...options,
+            ...(options.id !== undefined ? { engine: { shardClaim: { ...claim, instance } } } : {}),
+          });
+          await agent?.becomeActive();
+          agent?.attach(engine);
+          return Object.assign(agent ? new CoordinatedEngine(engine) : engine, {
+            ready: engine.ready,
+          });
+        };
+        if (!standby) return create();
+        // --standby: watch the shard's claim; take it over once stale; then the engine above.
+        const watched = mongoStandbyClusters(options.clusters, options.id!);
+        return new StandbyEngine({
+          shardId: options.id!,
+          instance,
+          clusters: watched.clusters,
+          logger: options.logger,
+          claim,
+          activate: create,
+          onTakeover: ({ epoch, waitedMs }) =>
+            logger.info('standby took its shard over', { shard: options.id, epoch, waitedMs }),
+          onClose: watched.close,
+        });
       },
       onFatal,
     });

@@ -165,6 +165,11 @@ export const API_ERRORS = {
     description:
       "This worker is driven by a coordinator (--redis): send state-changing commands to the coordinator's API; the worker's own API serves progress.",
   },
+  WorkerIsStandby: {
+    httpStatus: 409,
+    description:
+      "This worker was started with --standby and waits to take its shard over from the active worker; it takes no command until then. Send commands to the coordinator (or to the shard's active worker).",
+  },
   RedisUnavailable: {
     httpStatus: 503,
     description:

@@ -14,8 +14,11 @@ export const IDLE_PROGRESS: Readonly<Progress> = Object.freeze({
   coordinatorID: null,
 });
 
-/** Extras an IDLE progress keeps (the coordinator's workers, before any sync starts). */
-const IDLE_EXTRAS = new Set(['instances', 'missingInstances']);
+/**
+ * Extras an IDLE progress keeps (the coordinator's workers, before any sync starts; a standby
+ * worker's role).
+ */
+const IDLE_EXTRAS = new Set(['instances', 'missingInstances', 'role', 'standby']);
 
 /**
  * MongoDB's tool (1.21) offers no commit while the lag is over 30 s: canCommit is false then,

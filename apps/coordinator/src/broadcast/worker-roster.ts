@@ -4,11 +4,22 @@ import {
   type WorkerRegistration,
   type WorkerReport,
 } from '@sync/contracts';
-import { parseJson, readLiveness } from '@sync/service';
+import {
+  isStandbyRegistration,
+  parseJson,
+  readLiveness,
+  type RoleRegistration,
+} from '@sync/service';
 import type { Redis } from 'ioredis';
 
 export interface Roster {
+  /** The active workers (one per shard id; standbys are apart, below). */
   registrations: WorkerRegistration[];
+  /**
+   * Standby workers (--standby), each under its own key beside its shard's active worker, with
+   * Redis' TIME of its last heartbeat. Never sent commands, never merged into the figures.
+   */
+  standbys?: Array<{ registration: RoleRegistration; seenAt: number | null }>;
   /**
    * Latest reports; each one's `at` is Redis' TIME of its heartbeat (not the worker's clock),
    * so its age against `redisNow` is judged by one clock.
@@ -34,7 +45,13 @@ export async function readRoster(
 ): Promise<Roster> {
   const liveness = await readLiveness(redis, expireMs);
   const readAt = performance.now();
-  const { registrations } = liveness;
+  const registrations = liveness.registrations.filter((r) => !isStandbyRegistration(r));
+  const standbys = liveness.registrations
+    .filter((r) => isStandbyRegistration(r))
+    .map((registration) => ({
+      registration: registration as RoleRegistration,
+      seenAt: liveness.seen.get(registration.id) ?? null,
+    }));
   const reports = new Map<string, WorkerReport>();
   const lastKnown = new Map<string, LastKnownProgress>();
   const ids = registrations.map((r) => r.id);
@@ -55,7 +72,7 @@ export async function readRoster(
       if (parsed?.progress) lastKnown.set(known[i], parsed);
     });
   }
-  return { registrations, reports, lastKnown, redisNow: liveness.redisNow, readAt };
+  return { registrations, standbys, reports, lastKnown, redisNow: liveness.redisNow, readAt };
 }
 
 /** Redis' time now, as estimated from a read (its TIME plus local monotonic time since). */

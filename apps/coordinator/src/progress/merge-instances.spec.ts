@@ -141,8 +141,22 @@ describe('mergeInstances', () => {
       ...base,
       registrations: [reg('a'), reg('b')],
       reports: new Map([
-        ['a', full('a', 9_900, snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 900 }))],
-        ['b', full('b', 9_900, snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 1_200 }))],
+        [
+          'a',
+          full(
+            'a',
+            9_900,
+            snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 900 }),
+          ),
+        ],
+        [
+          'b',
+          full(
+            'b',
+            9_900,
+            snapshot({ copyDone: false, estimatedTotalBytes: 3_000, copiedBytes: 1_200 }),
+          ),
+        ],
       ]),
     });
     const after = mergeInstances({
@@ -233,5 +247,40 @@ describe('mergeInstances', () => {
     });
     expect(fast.source).toBeUndefined(); // below 1 ms: absent, as in MongoDB's tool
     expect(fast.estimatedSecondsToCEACatchup).toBeUndefined();
+  });
+
+  it('shows per shard the active instance and its standbys, which never count in the figures', () => {
+    const active = { ...reg('a'), role: 'active' as const, instance: 'i-active' };
+    const standby = (instance: string) => ({
+      ...reg(`a~standby~${instance}`),
+      shardId: 'a',
+      role: 'standby' as const,
+      instance,
+      url: `http://127.0.0.1:1/${instance}`,
+    });
+    const progress = mergeInstances({
+      ...base,
+      registrations: [active],
+      standbys: [
+        { registration: standby('i-s1'), seenAt: 9_800 },
+        { registration: standby('i-s2'), seenAt: 1_000 },
+      ],
+      reports: new Map([['a', report('a', 9_500, snapshot({ copiedBytes: 400 }))]]),
+      expectedShards: ['a', 'b'],
+    });
+    const views = progress.instances as InstanceView[];
+    expect(views.map((v) => v.id)).toEqual(['a', 'b']);
+    expect(views[0]).toMatchObject({
+      status: 'active',
+      role: 'active',
+      instance: 'i-active',
+      standbys: [
+        { id: 'a~standby~i-s1', instance: 'i-s1', missing: false, lastSeenSecondsAgo: 0.2 },
+        { id: 'a~standby~i-s2', instance: 'i-s2', missing: true, lastSeenSecondsAgo: 9 },
+      ],
+    });
+    // Shard b has neither: missing, with no standby to take it over.
+    expect(views[1]).toMatchObject({ status: 'missing', instance: null, standbys: [] });
+    expect(progress.collectionCopy).toMatchObject({ estimatedCopiedBytes: 400 });
   });
 });

@@ -7,6 +7,7 @@ import {
   type WorkerReport,
 } from '@sync/contracts';
 import { mergeSnapshots, renderProgress, type ProgressSnapshot } from '@sync/engine';
+import type { RoleRegistration } from '@sync/service';
 
 /**
  * Why an instance shows what it shows:
@@ -28,10 +29,29 @@ export interface QueuedCommand {
   lastError?: string;
 }
 
+/** A standby worker of a shard (--standby): it takes the shard over when the active one dies. */
+export interface StandbyView {
+  /** Its registry key (shard id + claim instance). */
+  id: string;
+  /** Its shard-claim instance. */
+  instance: string | null;
+  /** Its own API (progress answers `role: "standby"`). */
+  url: string | null;
+  lastSeenSecondsAgo: number | null;
+  /** No heartbeat within the stale limit: it cannot take the shard over. */
+  missing: boolean;
+}
+
 export interface InstanceView {
   id: string;
   shardId: string | null;
   status: InstanceStatus;
+  /** `active`: the worker that holds (or is taking) the shard; its standbys are listed apart. */
+  role: 'active';
+  /** The active worker's shard-claim instance (null: none registered, or an older build). */
+  instance: string | null;
+  /** The shard's standby workers (empty: none; a dead active worker is then not replaced). */
+  standbys: StandbyView[];
   /** Seconds since its last heartbeat, by Redis' clock (null: none known). */
   lastSeenSecondsAgo: number | null;
   /** No heartbeat within the stale limit: down, cut off from Redis, or not started yet. */
@@ -51,6 +71,8 @@ export interface InstanceView {
 
 export interface MergeInputs {
   registrations: readonly WorkerRegistration[];
+  /** Standby workers with Redis' TIME of their last heartbeat (null: never seen). */
+  standbys?: ReadonlyArray<{ registration: RoleRegistration; seenAt: number | null }>;
   /** Reports with `at` = Redis' time of their heartbeat. */
   reports: ReadonlyMap<string, WorkerReport>;
   lastKnown?: ReadonlyMap<string, LastKnownProgress>;
@@ -80,6 +102,19 @@ const seconds = (ms: number) => Math.round(ms / 100) / 10;
  */
 export function mergeInstances(inputs: MergeInputs): Progress {
   const snapshots = new Map<string, ProgressSnapshot>();
+  const standbysOf = (shardId: string | null): StandbyView[] =>
+    (inputs.standbys ?? [])
+      .filter((s) => shardId !== null && s.registration.shardId === shardId)
+      .map(({ registration, seenAt }) => {
+        const age = seenAt === null ? null : Math.max(0, inputs.now - seenAt);
+        return {
+          id: registration.id,
+          instance: registration.instance ?? null,
+          url: registration.url,
+          lastSeenSecondsAgo: age === null ? null : seconds(age),
+          missing: age === null || age > inputs.staleMs,
+        };
+      });
   const views: InstanceView[] = inputs.registrations.map((registration) => {
     const id = registration.id;
     const report = inputs.reports.get(id);
@@ -90,6 +125,9 @@ export function mergeInstances(inputs: MergeInputs): Progress {
       id,
       shardId: registration.shardId,
       status: 'active',
+      role: 'active',
+      instance: (registration as RoleRegistration).instance ?? null,
+      standbys: standbysOf(registration.shardId),
       lastSeenSecondsAgo: age === null ? null : seconds(age),
       missing: !fresh,
       pendingCommands: inputs.pending?.get(id)?.length ?? null,
@@ -129,6 +167,9 @@ export function mergeInstances(inputs: MergeInputs): Progress {
       id: shard,
       shardId: shard,
       status: 'missing',
+      role: 'active',
+      instance: null,
+      standbys: standbysOf(shard),
       lastSeenSecondsAgo: null,
       missing: true,
       pendingCommands: null,
@@ -138,6 +179,12 @@ export function mergeInstances(inputs: MergeInputs): Progress {
         'no worker is registered for this source shard (never joined, or its registration expired)',
       error: null,
     });
+  }
+  for (const view of views) {
+    const ready = view.standbys.filter((s) => !s.missing);
+    if (view.status === 'missing' && ready.length > 0) {
+      view.reason = `${view.reason ?? 'missing'}; its standby ${ready.map((s) => s.instance ?? s.id).join(', ')} takes the shard over once the claim is stale`;
+    }
   }
   const all = [...snapshots.values()].map((s) => ({
     ...s,

@@ -128,7 +128,11 @@ export class ProgressBoard {
       progress: Progress | null;
     }>) {
       keep.add(instance.id);
-      this.catchup.observe(instance.id, at, instance.status === 'active' ? lagOf(instance.progress) : null);
+      this.catchup.observe(
+        instance.id,
+        at,
+        instance.status === 'active' ? lagOf(instance.progress) : null,
+      );
     }
     this.catchup.retain(keep);
     this.estimates = new Map(

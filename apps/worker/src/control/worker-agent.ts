@@ -3,7 +3,6 @@ import {
   commandQueueName,
   type CommandJobData,
   type CommandJobResult,
-  type WorkerRegistration,
   type WorkerReport,
 } from '@sync/contracts';
 import type { SyncEngine } from '@sync/engine';
@@ -12,7 +11,10 @@ import {
   createRedis,
   describeRedisError,
   publishHeartbeat,
+  standbyRegistryId,
+  withdrawRegistration,
   type JsonLogger,
+  type RoleRegistration,
 } from '@sync/service';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -32,6 +34,13 @@ export interface WorkerAgentOptions {
   wallClock?: () => number;
   /** Where the highest coordinator epoch taken is kept across restarts (cluster1). */
   epochRecord?: EpochRecord;
+  /** This process's shard-claim instance (shown in the coordinator's progress). */
+  instance?: string;
+  /**
+   * Started with --standby: registers beside the shard's active worker (its own registry key)
+   * until `becomeActive`, and takes no command (no engine is attached before the takeover).
+   */
+  standby?: boolean;
 }
 
 /**
@@ -51,8 +60,10 @@ export class WorkerAgent {
   private readonly registeredAt: number;
   private readonly wallClock: () => number;
   private closed = false;
+  private standing: boolean;
 
   constructor(private readonly options: WorkerAgentOptions) {
+    this.standing = !!options.standby;
     this.wallClock = options.wallClock ?? (() => Date.now());
     this.registeredAt = this.wallClock();
     this.redis = createRedis(options.redisUrl, 'command', (message) =>
@@ -90,6 +101,36 @@ export class WorkerAgent {
     this.stopConsumer?.();
   }
 
+  /** `standby` until the shard was taken over, `active` after (and for every other worker). */
+  get role(): 'active' | 'standby' {
+    return this.standing ? 'standby' : 'active';
+  }
+
+  /** The key this worker registers under: the worker id, or a standby's own key. */
+  private get registryId(): string {
+    return this.standing
+      ? standbyRegistryId(this.options.workerId, this.options.instance ?? 'unknown')
+      : this.options.workerId;
+  }
+
+  /**
+   * A standby took its shard over: it withdraws its standby registration and, from its next
+   * heartbeat on, registers under the shard id (replacing the dead active worker's entry).
+   */
+  async becomeActive(): Promise<void> {
+    if (!this.standing) return;
+    const old = this.registryId;
+    this.standing = false;
+    try {
+      if (this.redis.status === 'ready') await withdrawRegistration(this.redis, old);
+    } catch (error) {
+      this.options.logger.debug('standby registration not withdrawn (it expires)', {
+        error: describeRedisError(error),
+      });
+    }
+    await this.heartbeat();
+  }
+
   /** The engine exists: the command consumer starts (never before, so none is taken too early). */
   attach(engine: SyncEngine): void {
     this.engine = engine;
@@ -120,12 +161,14 @@ export class WorkerAgent {
       if (notLive) this.stopConsuming(notLive);
     }
     if (this.closed || this.redis.status !== 'ready') return;
-    const registration: WorkerRegistration = {
-      id: this.options.workerId,
+    const registration: RoleRegistration = {
+      id: this.registryId,
       shardId: this.options.shardId,
       queue: commandQueueName(this.options.workerId),
       url: this.url,
       registeredAt: this.registeredAt,
+      role: this.role,
+      ...(this.options.instance ? { instance: this.options.instance } : {}),
     };
     try {
       await publishHeartbeat(this.redis, registration, this.report());
@@ -164,8 +207,20 @@ export class WorkerAgent {
   }
 
   private report(): WorkerReport {
-    const base = { id: this.options.workerId, at: this.wallClock() };
+    const base = { id: this.registryId, at: this.wallClock() };
     const highestEpoch = this.processor.highestEpoch;
+    if (this.standing) {
+      return {
+        ...base,
+        snapshot: null,
+        progress: null,
+        error: {
+          error: 'WorkerIsStandby',
+          errorDescription: `standby of shard ${this.options.workerId}: it takes the shard over once the active worker's claim is stale`,
+        },
+        highestEpoch,
+      };
+    }
     try {
       if (!this.engine) throw new ApiError('NotReady');
       const progress = this.engine.progress();

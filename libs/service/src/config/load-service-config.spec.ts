@@ -30,6 +30,41 @@ function failure(argv: string[], readFile: ReadTextFile = noFile): string {
 }
 
 describe('worker options', () => {
+  it('reads --standby (alone or =true/false) and the claim timing, from flags or environment', () => {
+    const base = ['--cluster0', URI0, '--cluster1', URI1, '--id', 'shardA'];
+    expect(load([...base, '--standby'])).toMatchObject({ id: 'shardA', standby: true });
+    expect(load([...base, '--standby=false'])).not.toHaveProperty('standby');
+    expect(load([...base, '--claimRenewMs', '500', '--claimStaleMs=3000'])).toMatchObject({
+      claimRenewMs: 500,
+      claimStaleMs: 3000,
+    });
+    const parsed = parseLaunchArgs(base);
+    if (parsed.help) throw new Error('unexpected help');
+    expect(
+      loadServiceConfig(
+        parsed.flags,
+        noFile,
+        {},
+        {
+          SYNC_STANDBY: 'true',
+          SYNC_CLAIM_STALE_MS: '6000',
+        },
+      ),
+    ).toMatchObject({ standby: true, claimStaleMs: 6000 });
+  });
+
+  it('refuses --standby without --id, and a renewal period not well inside the stale limit', () => {
+    expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--standby'])).toMatch(
+      /--standby needs --id/,
+    );
+    expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--claimRenewMs', '3500'])).toMatch(
+      /--claimRenewMs \(3500\) must be shorter than 4\/5 of --claimStaleMs \(4000\)/,
+    );
+    expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--claimStaleMs', '10'])).toMatch(
+      /--claimStaleMs must be an integer from 500/,
+    );
+  });
+
   it('applies the defaults', () => {
     expect(load(['--cluster0', URI0, '--cluster1', URI1])).toEqual({
       clusters: { cluster0: URI0, cluster1: URI1 },

@@ -16,6 +16,9 @@ const CONFIG_KEYS = [
   'verbosity',
   'redis',
   'apiToken',
+  'standby',
+  'claimRenewMs',
+  'claimStaleMs',
 ] as const;
 
 /**
@@ -27,6 +30,9 @@ export const ENV_OPTIONS = {
   cluster1: 'SYNC_CLUSTER1_URI',
   redis: 'SYNC_REDIS_URL',
   apiToken: 'SYNC_API_TOKEN',
+  standby: 'SYNC_STANDBY',
+  claimRenewMs: 'SYNC_CLAIM_RENEW_MS',
+  claimStaleMs: 'SYNC_CLAIM_STALE_MS',
 } as const satisfies Partial<Record<ValueFlag, string>>;
 
 /** The environment variables read (an empty value counts as unset). */
@@ -70,6 +76,19 @@ export function loadServiceConfig(
       `--redis is required: a redis:// or rediss:// URL (or ${ENV_OPTIONS.redis})`,
     );
   }
+  if (options.standby && options.id === undefined) {
+    throw new LaunchConfigError(
+      '--standby needs --id: a standby waits to take over one source shard from its active worker',
+    );
+  }
+  const renewMs = options.claimRenewMs ?? 1_000;
+  const staleMs = options.claimStaleMs ?? 4_000;
+  // ShardClaim's invariant: renewals come well inside the lease (stale − stale/5).
+  if (renewMs >= staleMs * 0.8) {
+    throw new LaunchConfigError(
+      `--claimRenewMs (${renewMs}) must be shorter than 4/5 of --claimStaleMs (${staleMs}): the claim must be renewed well before it can go stale`,
+    );
+  }
   if (options.apiToken === undefined && !isLoopbackHost(options.host)) {
     throw new LaunchConfigError(
       `--host ${options.host} is not a loopback address: set an API token (${ENV_OPTIONS.apiToken}, apiToken in --config, or --apiToken) so the API is not open to the network`,
@@ -84,6 +103,9 @@ export function loadServiceConfig(
     ...(options.logPath === undefined ? {} : { logPath: options.logPath }),
     ...(options.redis === undefined ? {} : { redis: options.redis }),
     ...(options.apiToken === undefined ? {} : { apiToken: options.apiToken }),
+    ...(options.standby ? { standby: true } : {}),
+    ...(options.claimRenewMs === undefined ? {} : { claimRenewMs: options.claimRenewMs }),
+    ...(options.claimStaleMs === undefined ? {} : { claimStaleMs: options.claimStaleMs }),
   };
 }
 
@@ -123,7 +145,12 @@ function readYamlConfig(path: string, readFile: ReadTextFile): Record<string, un
 /** Flags are strings: convert only what is unambiguous, so "8o80" stays a string and fails. */
 function normalize(options: Record<string, unknown>): Record<string, unknown> {
   const out = { ...options };
-  if (typeof out.port === 'string' && /^\d+$/.test(out.port)) out.port = Number(out.port);
+  for (const key of ['port', 'claimRenewMs', 'claimStaleMs']) {
+    const value = out[key];
+    if (typeof value === 'string' && /^\d+$/.test(value)) out[key] = Number(value);
+  }
+  if (typeof out.standby === 'string' && /^(true|false)$/i.test(out.standby))
+    out.standby = out.standby.toLowerCase() === 'true';
   if (typeof out.verbosity === 'string') out.verbosity = out.verbosity.toUpperCase();
   for (const key of Object.keys(out))
     if (out[key] === undefined || out[key] === null) delete out[key];

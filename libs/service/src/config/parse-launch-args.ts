@@ -12,8 +12,12 @@ export const VALUE_FLAGS = [
   'verbosity',
   'redis',
   'apiToken',
+  'claimRenewMs',
+  'claimStaleMs',
 ] as const;
-export type ValueFlag = (typeof VALUE_FLAGS)[number];
+/** Flags that need no value (`--standby`; `--standby=false` is allowed too). */
+export const SWITCH_FLAGS = ['standby'] as const;
+export type ValueFlag = (typeof VALUE_FLAGS)[number] | (typeof SWITCH_FLAGS)[number];
 
 export type ParsedArgs =
   { help: true } | { help: false; flags: Partial<Record<ValueFlag, string>> };
@@ -35,7 +39,8 @@ export function parseLaunchArgs(argv: readonly string[]): ParsedArgs {
     }
     const equals = arg.indexOf('=');
     const name = arg.slice(2, equals < 0 ? undefined : equals);
-    if (!(VALUE_FLAGS as readonly string[]).includes(name)) {
+    const isSwitch = (SWITCH_FLAGS as readonly string[]).includes(name);
+    if (!isSwitch && !(VALUE_FLAGS as readonly string[]).includes(name)) {
       throw new LaunchConfigError(`unknown option --${name.replace(/[^\w-]/g, '?').slice(0, 40)}`);
     }
     const flag = name as ValueFlag;
@@ -43,6 +48,8 @@ export function parseLaunchArgs(argv: readonly string[]): ParsedArgs {
     let value: string | undefined;
     if (equals >= 0) {
       value = arg.slice(equals + 1);
+    } else if (isSwitch) {
+      value = 'true';
     } else {
       value = argv[i + 1];
       if (value === undefined || value.startsWith('--'))

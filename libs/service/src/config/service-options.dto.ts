@@ -1,5 +1,6 @@
 import { connectionStringProblem, redisUrlProblem } from '@sync/contracts';
 import {
+  IsBoolean,
   IsDefined,
   IsIn,
   IsInt,
@@ -111,6 +112,25 @@ export class ServiceOptionsDto {
   @IsString({ message: 'must be 16 to 512 printable ASCII characters without spaces' })
   @ValidateIf((_object, value) => value !== undefined)
   apiToken?: string;
+
+  /** Wait as the standby of the shard's active worker (`--id` required). */
+  @IsBoolean({ message: 'must be true or false (or given alone: --standby)' })
+  @ValidateIf((_object, value) => value !== undefined)
+  standby?: boolean;
+
+  /** Shard claim heartbeat period, ms (default 1000). */
+  @Max(60_000, { message: 'must be an integer from 100 to 60000 (milliseconds)' })
+  @Min(100, { message: 'must be an integer from 100 to 60000 (milliseconds)' })
+  @IsInt({ message: 'must be an integer from 100 to 60000 (milliseconds)' })
+  @ValidateIf((_object, value) => value !== undefined)
+  claimRenewMs?: number;
+
+  /** A shard claim not renewed for this long (destination's clock) is taken over, ms (default 4000). */
+  @Max(600_000, { message: 'must be an integer from 500 to 600000 (milliseconds)' })
+  @Min(500, { message: 'must be an integer from 500 to 600000 (milliseconds)' })
+  @IsInt({ message: 'must be an integer from 500 to 600000 (milliseconds)' })
+  @ValidateIf((_object, value) => value !== undefined)
+  claimStaleMs?: number;
 }
 
 /** The validated, typed launch configuration. */
@@ -124,4 +144,9 @@ export interface ServiceConfig {
   redis?: string;
   /** Every request must send `Authorization: Bearer <apiToken>` when set. */
   apiToken?: string;
+  /** A per-shard worker waiting as the standby of its shard's active worker. */
+  standby?: boolean;
+  /** Shard claim timing (defaults in ShardClaim: renew 1 s, stale 4 s). */
+  claimRenewMs?: number;
+  claimStaleMs?: number;
 }

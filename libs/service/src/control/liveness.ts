@@ -47,6 +47,42 @@ for i = 1, #seen, 2 do
 end
 return {now, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}`;
 
+/**
+ * A standby worker registers beside its shard's active worker, never over it: the registry
+ * key of a standby is its shard id plus its claim instance (the active worker's key is the shard
+ * id alone, as ever, so the coordinator's command routing and liveness of the shard's worker
+ * are unchanged). On taking the shard over it withdraws this key and registers under the id.
+ */
+export function standbyRegistryId(shardId: string, instance: string): string {
+  return `${shardId}~standby~${instance}`;
+}
+
+/** What a registration says about its role (absent: an active worker of an older build). */
+export interface RegistrationRole {
+  /** `standby`: waits to take shard `shardId` over; takes no command. */
+  role?: 'active' | 'standby';
+  /** The worker's shard-claim instance (the claim's `instance` on the destination). */
+  instance?: string;
+}
+
+export type RoleRegistration = WorkerRegistration & RegistrationRole;
+
+/** True for a standby's registration (kept out of command routing and the merged figures). */
+export function isStandbyRegistration(registration: WorkerRegistration): boolean {
+  return (registration as RoleRegistration).role === 'standby';
+}
+
+/** Removes a registration at once (a standby that took over withdraws its standby key). */
+export async function withdrawRegistration(redis: Redis, id: string): Promise<void> {
+  await redis
+    .multi()
+    .hdel(CONTROL_KEYS.workers, id)
+    .hdel(CONTROL_KEYS.seen, id)
+    .hdel(CONTROL_KEYS.lastProgress, id)
+    .del(CONTROL_KEYS.report(id))
+    .exec();
+}
+
 /** Reports outlive a missed heartbeat or two but not a gone worker (the registry expiry decides). */
 export const REPORT_TTL_MS = 24 * 3600 * 1000;
 
