@@ -52,6 +52,9 @@ describe('change streams over committed transactions', () => {
 
   /** A transaction of five operations over two collections: a.1, b.1, a.1 $inc, b.2, a.1 $inc. */
   async function fiveOpTransaction(a: string, b: string): Promise<Document> {
+    // Created beforehand: collections the transaction created would add `c` ops to it.
+    await client.db(dbName).createCollection(a);
+    await client.db(dbName).createCollection(b);
     const session = client.startSession();
     try {
       session.startTransaction();

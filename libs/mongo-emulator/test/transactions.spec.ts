@@ -194,6 +194,8 @@ describe('transactions (replica set)', () => {
   );
 
   it('writes one applyOps oplog entry at commit', async () => {
+    // Created beforehand: a collection the transaction creates adds a `c` op to its applyOps.
+    await client.db(dbName).createCollection('op');
     const session = client.startSession();
     session.startTransaction();
     await coll('op').insertOne({ _id: 1, x: 1 }, { session });
@@ -282,7 +284,7 @@ describe('large transactions (partialTxn chain)', () => {
   emulatorOnly('maxTransactionOpsPerOplogEntry set at launch')(
     'chains partialTxn entries by prevOpTime and reports every operation once, at the commit',
     async () => {
-      const coll = client.db('big').collection<TestDoc>('c');
+      const coll = await client.db('big').createCollection<TestDoc>('c');
       const stream = coll.watch();
       await stream.tryNext();
       const session = client.startSession();

@@ -174,6 +174,24 @@ export class Catalog {
     return coll;
   }
 
+  /**
+   * Registers a collection built elsewhere under its name, logging nothing: a transaction's
+   * new collection at its commit (the transaction logs the `create` in its applyOps).
+   * Returns what takes it out again, as silently (a commit that fails undoes its work).
+   */
+  attachCollection(coll: Collection): () => void {
+    if (this.lookup(coll.db, coll.name))
+      throw new CommandError(
+        'NamespaceExists',
+        `Collection ${coll.db}.${coll.name} already exists.`,
+      );
+    const d = this.database(coll.db);
+    d.collections.set(coll.name, coll);
+    return () => {
+      if (d.collections.get(coll.name) === coll) d.collections.delete(coll.name);
+    };
+  }
+
   /** Collection-only commands (writes, indexes, stats) refuse views as mongod does (166). */
   assertNotView(db: string, name: string): void {
     if (this.getView(db, name)) {
@@ -428,7 +446,7 @@ export class Catalog {
 }
 
 /** The `create` event's operationDescription: idIndex for collections plus the options. */
-function createDescription(options: Document): Document {
+export function createDescription(options: Document): Document {
   const out: Document = { ...options };
   if (!options.viewOn) out.idIndex = { ...ID_INDEX_SPEC };
   return out;

@@ -248,6 +248,8 @@ export class TransactionManager implements LockTable {
         maxOpsPerOplogEntry: this.maxOpsPerOplogEntry,
         maxBytesPerOplogEntry: MAX_OPLOG_ENTRY_BYTES,
       });
+      const level = (body.readConcern as Document | undefined)?.level;
+      if (typeof level === 'string') txn.readConcernLevel = level;
       this.bySession.set(session.key, txn);
       this.startTimer();
       return txn;

@@ -1,7 +1,9 @@
 import type { Binary, Document } from 'bson';
+import { CommandError } from '../errors';
+import { checkCollectionName, createDescription } from '../storage/catalog';
 import type { Catalog, Namespace } from '../storage/catalog';
-import type { Collection, WriteOptions } from '../storage/collection';
-import type { Index } from '../storage/index';
+import { Collection, type WriteOptions } from '../storage/collection';
+import { Index } from '../storage/index';
 import type { ReplicaSetNode } from '../node/replica-set-node';
 import { uuidKey } from '../changes/images';
 
@@ -36,15 +38,24 @@ export interface SnapshotCollection {
   working: Collection;
   /** The snapshot, never written: what a write-conflict check compares the live data with. */
   base: Collection;
+  /**
+   * Created by the transaction: `live` is the collection its commit will attach to the
+   * catalog (empty until then), invisible outside the transaction.
+   */
+  created?: boolean;
 }
 
 /**
  * The catalog as a transaction sees it: the collections as of the transaction's snapshot (taken
  * when its first command runs, like WiredTiger's snapshot), each a private copy the
- * transaction's writes go to. Views and catalog operations are the live catalog's.
+ * transaction's writes go to, plus the collections the transaction created (explicitly or by a
+ * write), which nobody else sees before the commit. Views and the other catalog operations are
+ * the live catalog's.
  */
 export class TransactionSnapshot {
   private readonly byUuid = new Map<string, SnapshotCollection>();
+  /** Collections the transaction created, by `db.name`. */
+  private readonly created = new Map<string, SnapshotCollection>();
   readonly catalog: Catalog;
   readonly node: ReplicaSetNode;
 
@@ -53,33 +64,59 @@ export class TransactionSnapshot {
     for (const db of live.databaseNames()) for (const c of live.collections(db)) this.entry(c);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the overrides' own `this` is the catalog
     const self = this;
+    const createdIn = (db: string) =>
+      [...self.created.values()].filter((e) => e.live.db === db).map((e) => e.working);
     const catalog = Object.create(live) as Catalog;
     const overrides: Partial<Catalog> = {
       getCollection(db: string, name: string) {
+        const mine = self.created.get(`${db}.${name}`);
+        if (mine) return mine.working;
         const c = live.getCollection(db, name);
         return c && self.entry(c).working;
       },
       lookup(db: string, name: string): Namespace | undefined {
         return this.getCollection!(db, name) ?? live.getView(db, name);
       },
+      hasDatabase(db: string) {
+        return live.hasDatabase(db) || createdIn(db).length > 0;
+      },
+      databaseNames() {
+        const names = new Set(live.databaseNames());
+        for (const e of self.created.values()) names.add(e.live.db);
+        return [...names];
+      },
       collections(db: string) {
-        return live.collections(db).map((c) => self.entry(c).working);
+        return [...live.collections(db).map((c) => self.entry(c).working), ...createdIn(db)];
       },
       namespaces(db: string) {
-        return live
-          .namespaces(db)
-          .map((n) => (n.kind === 'collection' ? self.entry(n).working : n));
+        return [
+          ...live.namespaces(db).map((n) => (n.kind === 'collection' ? self.entry(n).working : n)),
+          ...createdIn(db),
+        ];
       },
       collectionByUuid(uuid: Binary) {
+        const mine = self.byUuid.get(uuidKey(uuid));
+        if (mine?.created) return mine.working;
         const c = live.collectionByUuid(uuid);
         return c && self.entry(c).working;
       },
+      createCollection(db: string, name: string, options: Document = {}, opts: WriteOptions = {}) {
+        return self.create(db, name, options, opts);
+      },
       ensureCollection(db: string, name: string, opts: WriteOptions = {}) {
-        // Implicit creation happens outside the transaction (see README): the create entry is
-        // an ordinary one, written at once.
-        const { sink: _sink, ...plain } = opts;
-        const { coll, created } = live.ensureCollection(db, name, plain);
-        return { coll: self.entry(coll).working, created };
+        const existing = this.getCollection!(db, name);
+        if (existing) return { coll: existing, created: false };
+        live.assertNotView(db, name);
+        checkCollectionName(db, name);
+        return { coll: self.create(db, name, {}, opts), created: true };
+      },
+      addIndex(coll: Collection, spec: Document, opts: WriteOptions = {}): Index {
+        return self.addIndex(coll, spec, opts);
+      },
+      dropIndex(coll: Collection, idx: Index) {
+        // Only an index this transaction just built (createIndexes undoing a failed batch).
+        const i = coll.indexes.indexOf(idx);
+        if (i > 0) coll.indexes.splice(i, 1);
       },
     };
     Object.assign(catalog, overrides);
@@ -87,6 +124,57 @@ export class TransactionSnapshot {
     const node = Object.create(liveNode) as ReplicaSetNode;
     (node as unknown as { catalog: Catalog }).catalog = catalog;
     this.node = node;
+  }
+
+  /**
+   * `create` (or an insert/upsert/createIndexes creating the collection) inside the
+   * transaction: mongod 4.4+ creates it in the transaction (it appears at the commit, and the
+   * commit's applyOps holds its `c` entry). Explicit creation needs read concern local.
+   */
+  private create(db: string, name: string, options: Document, opts: WriteOptions): Collection {
+    if (this.catalog.lookup(db, name))
+      throw new CommandError('NamespaceExists', `Collection ${db}.${name} already exists.`);
+    const live = new Collection(this.liveNode.catalog, db, name, options);
+    const e: SnapshotCollection = {
+      live,
+      working: cloneCollection(live),
+      base: cloneCollection(live),
+      created: true,
+    };
+    this.byUuid.set(uuidKey(live.uuid), e);
+    this.created.set(`${db}.${name}`, e);
+    opts.sink?.({
+      op: 'create',
+      db,
+      coll: name,
+      uuid: live.uuid,
+      operationDescription: createDescription(options),
+    });
+    return e.working;
+  }
+
+  /**
+   * createIndexes inside the transaction: only on a collection the transaction created
+   * (mongod 7.0 refuses new indexes on an existing collection with 263).
+   */
+  private addIndex(coll: Collection, spec: Document, opts: WriteOptions): Index {
+    const e = this.byUuid.get(uuidKey(coll.uuid));
+    if (!e?.created) {
+      throw new CommandError(
+        'OperationNotSupportedInTransaction',
+        `Cannot create new indexes on existing collection ${coll.db}.${coll.name} in a multi-document transaction.`,
+      );
+    }
+    const idx = new Index(spec);
+    e.working.buildIndex(idx);
+    opts.sink?.({
+      op: 'createIndexes',
+      db: coll.db,
+      coll: coll.name,
+      uuid: coll.uuid,
+      operationDescription: { indexes: [spec] },
+    });
+    return idx;
   }
 
   /** The transaction's copy of a live collection (taken now if it was created since the start). */

@@ -5,6 +5,7 @@ import type { NewOplogEntry, OplogEntry } from '../oplog/oplog-entry';
 import type { ReplicaSetNode } from '../node/replica-set-node';
 import type { StoredRecord, WriteOptions } from '../storage/collection';
 import { TERM } from '../commands/admin/hello';
+import { Index } from '../storage/index';
 import { TransactionSnapshot } from './snapshot';
 
 export type TransactionState = 'inProgress' | 'committed' | 'aborted';
@@ -62,6 +63,8 @@ export class Transaction {
    * block waits for it, see TransactionManager.waitForOpen).
    */
   openAtWriteBlock = false;
+  /** `readConcern.level` of the first command (undefined: the default, local). */
+  readConcernLevel?: string;
   private endWaiters: Array<() => void> = [];
   private snapshot?: TransactionSnapshot;
   readonly locks = new Set<string>();
@@ -85,6 +88,11 @@ export class Transaction {
   /** Called by the working copies for every write the transaction makes. */
   private record(entry: NewOplogEntry): void {
     const snap = this.snapshot;
+    if (entry.op === 'create' || entry.op === 'createIndexes') {
+      // DDL on a collection the transaction created: nobody else sees it, nothing to lock.
+      this.ops.push(entry);
+      return;
+    }
     if (!snap || !entry.uuid || !entry.documentKey)
       throw new Error('transaction write outside its snapshot');
     const id = entry.documentKey._id;
@@ -142,6 +150,21 @@ export class Transaction {
       for (const op of this.ops) {
         const e = op.uuid && snap?.byCollectionUuid(op.uuid);
         const live = e && e.live;
+        if (op.op === 'create' && e && live) {
+          // The transaction's new collection appears now; someone who created the namespace
+          // meanwhile wins (mongod: WriteConflict on the transaction).
+          const catalog = this.liveNode.catalog;
+          if (catalog.lookup(live.db, live.name)) throw writeConflict();
+          undo.push(catalog.attachCollection(live));
+          logged.push(op);
+          continue;
+        }
+        if (op.op === 'createIndexes' && e && live) {
+          const spec = (op.operationDescription?.indexes as Document[] | undefined)?.[0];
+          if (spec) live.buildIndex(new Index(spec));
+          logged.push(op);
+          continue;
+        }
         if (!live || live.catalog.getCollection(live.db, live.name) !== live) throw writeConflict();
         const id = op.documentKey?._id;
         if (op.op === 'insert') {

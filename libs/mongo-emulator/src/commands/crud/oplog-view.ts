@@ -1,7 +1,7 @@
 import { Long, type Document } from 'bson';
 import type { Oplog } from '../../oplog/oplog';
 import { decodeExact } from '../../bson/codec';
-import type { OplogEntry } from '../../oplog/oplog-entry';
+import type { NewOplogEntry, OplogEntry } from '../../oplog/oplog-entry';
 import { TERM } from '../admin/hello';
 
 /**
@@ -52,12 +52,15 @@ function toOplogRs(entry: OplogEntry): Document {
     const o: Document = {
       applyOps: (entry.applyOps ?? []).map((inner) => {
         const innerOp = OP_CODES[inner.op] ?? 'c';
-        const d: Document = { op: innerOp, ns: `${inner.db}.${inner.coll}` };
+        const ns = innerOp === 'c' ? `${inner.db}.$cmd` : `${inner.db}.${inner.coll}`;
+        const d: Document = { op: innerOp, ns };
         if (inner.uuid) d.ui = inner.uuid;
         d.o =
           inner.op === 'insert' && inner.postImage
             ? decodeExact(inner.postImage)
-            : (inner.documentKey ?? {});
+            : innerOp === 'c'
+              ? innerCommand(inner)
+              : (inner.documentKey ?? {});
         if (innerOp === 'u') d.o2 = inner.documentKey;
         return d;
       }),
@@ -77,4 +80,17 @@ function toOplogRs(entry: OplogEntry): Document {
     doc.prevOpTime = entry.prevOpTime;
   }
   return doc;
+}
+
+/**
+ * A DDL operation of a transaction (a collection it created, an index on it), as mongod logs it
+ * inside applyOps: `{create: <coll>, idIndex, ...options}` / `{createIndexes: <coll>, ...spec}`.
+ */
+function innerCommand(inner: NewOplogEntry): Document {
+  const desc = inner.operationDescription ?? {};
+  if (inner.op === 'createIndexes') {
+    const spec = (desc.indexes as Document[] | undefined)?.[0] ?? {};
+    return { createIndexes: inner.coll, ...spec };
+  }
+  return { [inner.op]: inner.coll, ...desc };
 }

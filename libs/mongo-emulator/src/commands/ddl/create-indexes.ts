@@ -14,6 +14,7 @@ import type { Collection } from '../../storage/collection';
 import type { Index } from '../../storage/index';
 import { collectionName, reqArray, writeOptions } from '../crud/args';
 import type { CommandDefinition } from '../types';
+import { checkTransactionalDdl } from './common';
 
 const ALLOWED_OPTIONS = new Set([
   'key',
@@ -168,6 +169,7 @@ export const createIndexesCommand: CommandDefinition = {
     const requested = reqArray(ctx, 'indexes');
     if (requested.length === 0)
       throw new CommandError('BadValue', 'Must specify at least one index to create');
+    checkTransactionalDdl(ctx);
     const catalog = ctx.node.catalog;
     catalog.assertNotView(ctx.db, name);
     const existingColl = catalog.getCollection(ctx.db, name);

@@ -13,7 +13,7 @@ import {
   writeOptions,
 } from '../crud/args';
 import type { CommandDefinition } from '../types';
-import { commandOptions } from './common';
+import { checkTransactionalDdl, commandOptions } from './common';
 
 const VALIDATION_LEVELS = ['off', 'strict', 'moderate'];
 const VALIDATION_ACTIONS = ['error', 'warn'];
@@ -52,6 +52,7 @@ export const createCommand: CommandDefinition = {
   run(ctx) {
     const name = collectionName(ctx);
     checkCollectionName(ctx.db, name);
+    checkTransactionalDdl(ctx);
     const capped = optBool(ctx, 'capped') ?? false;
     const size = ctx.cmd.size;
     if (size !== undefined && !isNumeric(size)) {
@@ -88,8 +89,13 @@ export const createCommand: CommandDefinition = {
     const catalog = ctx.node.catalog;
     const existing = catalog.lookup(ctx.db, name);
     if (existing) {
-      // MongoDB 7.0 makes create idempotent when the options are identical.
-      if (compareDocuments(existing.options, options) === 0 && sameOrder(existing.options, options))
+      // MongoDB 7.0 makes create idempotent when the options are identical, except inside a
+      // transaction (jstests/core/txns/create_collection.js expects NamespaceExists there).
+      if (
+        !ctx.txn &&
+        compareDocuments(existing.options, options) === 0 &&
+        sameOrder(existing.options, options)
+      )
         return { ok: 1 };
       throw new CommandError('NamespaceExists', `Collection ${ctx.db}.${name} already exists.`);
     }
