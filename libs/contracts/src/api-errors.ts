@@ -101,7 +101,7 @@ export const API_ERRORS = {
   DuplicateShardWorker: {
     httpStatus: 409,
     description:
-      'Another live worker runs this shard id; each source shard needs exactly one worker (a crashed one is taken over once its heartbeat is stale).',
+      'Another live worker runs this shard id; each source shard needs exactly one active worker (a crashed one is taken over once its heartbeat is stale). Start a second one with --standby to have it wait and take over.',
   },
   ShardClaimLost: {
     httpStatus: 409,

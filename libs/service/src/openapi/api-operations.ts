@@ -21,6 +21,7 @@ const POST: ApiErrorName[] = [
 /** State-changing commands through a coordinator and its workers (apps/coordinator). */
 const COORDINATED: ApiErrorName[] = [
   'CommandsThroughCoordinator',
+  'WorkerIsStandby',
   'RedisUnavailable',
   'NotLeader',
   'NoWorkersRegistered',

@@ -156,6 +156,36 @@ export function apiSchemas(): Record<string, SchemaObject> {
           items: { type: 'string' },
           description: 'Coordinator only: the instances that are missing, when any.',
         },
+        role: {
+          type: 'string',
+          enum: ['standby', 'active'],
+          description:
+            "A worker's own API, when started with --standby: standby while it waits to take its shard over (state is then the job's state read from the destination, the other progress fields null), active once it did. Absent on other workers and on the coordinator.",
+        },
+        standby: {
+          type: 'object',
+          additionalProperties: true,
+          description: 'A standby worker (role standby): whom it stands by and when it takes over.',
+          properties: {
+            since: { type: 'string', format: 'date-time' },
+            instance: { type: 'string', description: 'Its own shard-claim instance.' },
+            activeInstance: nullable({
+              type: 'string',
+              description: "The claim instance of the shard's active worker (null: no claim yet).",
+            }),
+            activeEpoch: nullable({ type: 'integer' }),
+            activeHeartbeatAt: nullable({
+              type: 'string',
+              format: 'date-time',
+              description: "The active worker's last claim renewal, by the destination's clock.",
+            }),
+            takeoverAfterSeconds: {
+              type: 'number',
+              description: 'How stale the claim must be (destination clock) to be taken over.',
+            },
+            note: { type: 'string' },
+          },
+        },
       },
     },
     Instance: {
@@ -184,6 +214,38 @@ export function apiSchemas(): Record<string, SchemaObject> {
           description: 'Age of progress when it is a last known one.',
         },
         reason: { type: 'string', description: 'Why the instance is not active.' },
+        role: {
+          type: 'string',
+          enum: ['active'],
+          description:
+            "The entry of the shard's active worker (registered under the shard id); its standbys are listed in standbys.",
+        },
+        instance: nullable({
+          type: 'string',
+          description:
+            "The active worker's shard-claim instance (its claim's instance on the destination); null when none is registered.",
+        }),
+        standbys: {
+          type: 'array',
+          description:
+            "The shard's standby workers (--standby): each takes the shard over once the active worker's claim is stale by the destination's clock. Never sent commands, never in the merged figures.",
+          items: schemaRef('StandbyInstance'),
+        },
+      },
+    },
+    StandbyInstance: {
+      type: 'object',
+      required: ['id', 'instance', 'url', 'lastSeenSecondsAgo', 'missing'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string', description: 'Its registry key: <shard id>~standby~<instance>.' },
+        instance: nullable({ type: 'string', description: 'Its shard-claim instance.' }),
+        url: nullable({ type: 'string', description: 'Its own API (progress says role standby).' }),
+        lastSeenSecondsAgo: nullable({ type: 'number' }),
+        missing: {
+          type: 'boolean',
+          description: 'No heartbeat within the stale limit (Redis clock): it cannot take over.',
+        },
       },
     },
   };
