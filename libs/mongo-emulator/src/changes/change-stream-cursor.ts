@@ -208,7 +208,9 @@ export class ChangeStreamCursor implements ServerCursor {
 
   /** Turns one oplog entry into 0..2 queued events (the event, then an invalidate). */
   private process(entry: OplogEntry): void {
-    if (entry.op === 'applyOps') return this.processTransaction(entry);
+    if (entry.op === 'applyOps' || entry.op === 'commitTransaction')
+      return this.processTransaction(entry);
+    if (entry.op === 'abortTransaction') return;
     this.images.observe(entry);
     const rel = relevance(entry, this.spec);
     if (rel === 'skip') return;

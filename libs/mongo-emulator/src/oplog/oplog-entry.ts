@@ -24,6 +24,8 @@ export type OplogOp =
   | 'dropDatabase'
   | 'shardCollection'
   | 'applyOps'
+  | 'commitTransaction'
+  | 'abortTransaction'
   | 'noop';
 
 /**
@@ -55,6 +57,12 @@ export type OplogOp =
  *   `txnNumber`, `prevOpTime`; a large transaction is several entries chained by `prevOpTime`,
  *   all but the last with `partialTxn: true`, the last with `count` and `txnPrefix` (the
  *   partial entries, oldest first). Change streams unwind the last one (see changes/).
+ * - applyOps with `prepare: true`: a prepared transaction (a participant of a distributed
+ *   transaction's two-phase commit): its operations, not applied and not reported yet.
+ * - commitTransaction: commits a prepared transaction; `o: {commitTransaction: 1,
+ *   commitTimestamp}`, `prevOpTime` the prepare entry's, `txnPrefix` [the prepare entry].
+ *   Change streams unwind the prepared operations at this entry's time.
+ * - abortTransaction: aborts a prepared transaction, `o: {abortTransaction: 1}`. Never an event.
  */
 export interface OplogEntry {
   ts: Timestamp;
@@ -88,6 +96,8 @@ export interface OplogEntry {
   rid?: number;
   /** applyOps: the transaction's operations held by this entry. */
   applyOps?: NewOplogEntry[];
+  /** applyOps: a prepared transaction's entry (two-phase commit participant). */
+  prepare?: boolean;
   /** applyOps: set on every entry of a multi-entry transaction but the last. */
   partialTxn?: boolean;
   /** applyOps: on the last entry of a multi-entry transaction, the number of operations. */

@@ -40,7 +40,19 @@ export class Oplog {
   ) {}
 
   append(entry: NewOplogEntry): OplogEntry {
-    const full = withTime(entry, this.clock.tick(), Date.now());
+    return this.appendAt(entry, this.clock.tick());
+  }
+
+  /**
+   * Appends at a time chosen by the caller (a distributed transaction's commit timestamp, the
+   * same on every participant): it must be later than the newest entry and already allocated
+   * by the clock.
+   */
+  appendAt(entry: NewOplogEntry, ts: Timestamp): OplogEntry {
+    const newest = this.newest();
+    if (newest && compareTimestamps(ts, newest.ts) <= 0)
+      throw new Error(`oplog append at ${ts.toString()} is not after the newest entry`);
+    const full = withTime(entry, ts, Date.now());
     this.entries.push(full);
     this.truncate();
     if (!this.committed || !this.options.holdCommittedSnapshot?.()) this.committed = full.ts;
@@ -215,6 +227,7 @@ const OPTIONAL_FIELDS: Record<Exclude<keyof NewOplogEntry, 'op' | 'db'>, true> =
   o: true,
   rid: true,
   applyOps: true,
+  prepare: true,
   partialTxn: true,
   count: true,
   prevOpTime: true,

@@ -12,6 +12,7 @@ import { InMemoryPipelineEnv } from '../aggregate/testing/in-memory-env';
 import type { CollectionEntry, ShardHandle, ShardingMetadata } from './metadata';
 import { ShardedOps, type MergedCursor } from './sharded-ops';
 import { MergedChangeStream } from './merged-change-stream';
+import { RouterTransactions } from './transactions';
 import { defaultRouterCommands } from './commands/registry';
 import { firstKey, isDocument, namespaceDb } from './commands/util';
 
@@ -52,16 +53,19 @@ export class MongosRouter implements CommandExecutor {
   private readonly retried = new Map<string, Document>();
   readonly streams = new Map<string, MergedChangeStream>();
   readonly ops: ShardedOps;
+  readonly transactions: RouterTransactions;
   private nextCursorId = BigInt(Math.floor(Math.random() * 0x3fffffff)) * 1000n + 1n;
   private readonly commands = defaultRouterCommands();
   host = '127.0.0.1:0';
 
   constructor(readonly metadata: ShardingMetadata) {
+    this.transactions = new RouterTransactions(metadata);
     this.ops = new ShardedOps(
       metadata,
       (shard, body, conn) => this.forward(shard, body, conn),
-      (shard, body, conn) => shard.executor.execute(body, conn),
+      (shard, body, conn) => shard.executor.execute(this.inTransaction(shard, body), conn),
       (cursor, batchSize) => this.openMerged(cursor, batchSize),
+      (conn, work) => this.transactions.internal(conn, work),
     );
   }
 
@@ -159,6 +163,22 @@ export class MongosRouter implements CommandExecutor {
     }
     this.stats.countCommand(name);
 
+    // Statements of a distributed transaction (and its commit/abort).
+    if (body.autocommit !== undefined || body.startTransaction !== undefined) {
+      const reply = await this.transactions.statement(name, body, conn, () =>
+        this.dispatch(name, body, conn, db),
+      );
+      return reply.$clusterTime !== undefined ? reply : this.local(reply);
+    }
+    return this.dispatch(name, body, conn, db);
+  }
+
+  private async dispatch(
+    name: string,
+    body: Document,
+    conn: ConnectionContext,
+    db: string,
+  ): Promise<Document> {
     const def = this.commands.get(name);
     if (def) return def.run({ router: this, body, conn, db, name });
 
@@ -267,6 +287,7 @@ export class MongosRouter implements CommandExecutor {
     if (!['insert', 'update', 'delete', 'findAndModify', 'findandmodify'].includes(name))
       return undefined;
     if (!(body.txnNumber instanceof Long) || !isDocument(body.lsid)) return undefined;
+    if (body.autocommit !== undefined) return undefined; // a transaction statement
     const id = body.lsid.id;
     const idText =
       id instanceof Binary ? Buffer.from(id.buffer).toString('hex') : JSON.stringify(id);
@@ -349,9 +370,15 @@ export class MongosRouter implements CommandExecutor {
 
   /** Runs a command on one shard; a cursor in the reply is registered under a router cursor id. */
   async forward(shard: ShardHandle, body: Document, conn: ConnectionContext): Promise<Document> {
-    const reply = await shard.executor.execute(body, conn);
+    const reply = await shard.executor.execute(this.inTransaction(shard, body), conn);
     this.adoptCursor(shard, reply);
     return reply;
+  }
+
+  /** `body` joined to the distributed transaction being routed, if any. */
+  private inTransaction(shard: ShardHandle, body: Document): Document {
+    const txn = this.transactions.current();
+    return txn ? this.transactions.shardBody(txn, shard, body) : body;
   }
 
   private adoptCursor(shard: ShardHandle, reply: Document): void {

@@ -73,6 +73,11 @@ export class ShardedOps {
     private readonly run: ShardRunner,
     private readonly raw: ShardRunner,
     private readonly openMerged: (cursor: MergedCursor, batchSize: number) => Document,
+    /** Runs `work` as an internal distributed transaction (a retryable write on two shards). */
+    private readonly internalTransaction: (
+      conn: ConnectionContext,
+      work: () => Promise<Document | undefined>,
+    ) => Promise<Document | undefined>,
   ) {}
 
   private chunks(entry: CollectionEntry) {
@@ -256,7 +261,8 @@ export class ShardedOps {
           }
           const owner = this.shardForKey(entry, next);
           if (owner === shard) return undefined;
-          if (!retryable) {
+          const inTransaction = body.autocommit === false;
+          if (!retryable && !inTransaction) {
             return {
               n: 0,
               error: {
@@ -266,22 +272,29 @@ export class ShardedOps {
               },
             };
           }
-          const session = isDoc(body.lsid) ? { lsid: body.lsid } : {};
-          const del = await this.raw(
-            shard,
-            { delete: coll, deletes: [{ q: { _id: doc._id }, limit: 1 }], $db: db, ...session },
-            conn,
-          );
-          if (!ok(del)) return { n: 0, error: { code: del.code, errmsg: del.errmsg } };
-          const ins = await this.raw(
-            owner,
-            { insert: coll, documents: [after], $db: db, ...session },
-            conn,
-          );
-          if (!ok(ins)) return { n: 0, error: { code: ins.code, errmsg: ins.errmsg } };
-          const we = (ins.writeErrors as Document[] | undefined)?.[0];
-          if (we) return { n: 0, error: { code: we.code, errmsg: we.errmsg } };
-          return { n: 1 };
+          // "Would change owning shard": a delete on the old shard and an insert on the new
+          // one, in the client's transaction or (retryable write) an internal one.
+          const move = async (): Promise<Document | undefined> => {
+            const del = await this.raw(
+              shard,
+              { delete: coll, deletes: [{ q: { _id: doc._id }, limit: 1 }], $db: db },
+              conn,
+            );
+            if (!ok(del)) return { code: del.code, errmsg: del.errmsg };
+            const ins = await this.raw(owner, { insert: coll, documents: [after], $db: db }, conn);
+            if (!ok(ins)) return { code: ins.code, errmsg: ins.errmsg };
+            const we = (ins.writeErrors as Document[] | undefined)?.[0];
+            if (we) return { code: we.code, errmsg: we.errmsg };
+            return undefined;
+          };
+          let error: Document | undefined;
+          try {
+            error = inTransaction ? await move() : await this.internalTransaction(conn, move);
+          } catch (err) {
+            if (!(err instanceof CommandError)) throw err;
+            error = { code: err.code, errmsg: err.message };
+          }
+          return error ? { n: 0, error: { code: error.code, errmsg: error.errmsg } } : { n: 1 };
         }
         if (stmt.multi !== true) return undefined;
       }

@@ -1,4 +1,4 @@
-import type { Binary, Document } from 'bson';
+import type { Binary, Document, Long } from 'bson';
 import { CommandError } from '../errors';
 import { encodeKeyString } from '../changes/keystring';
 import { uuidKey } from '../changes/images';
@@ -6,6 +6,7 @@ import type { ReplicaSetNode } from '../node/replica-set-node';
 import type { Collection } from '../storage/collection';
 import type { CommandDefinition, CommandSession } from '../commands/types';
 import { MAX_OPLOG_ENTRY_BYTES, Transaction, type LockTable } from './transaction';
+import { TransactionSnapshot } from './snapshot';
 
 /** mongod's transactionLifetimeLimitSeconds default. */
 export const DEFAULT_TRANSACTION_LIFETIME_SECONDS = 60;
@@ -88,6 +89,22 @@ export class TransactionManager implements LockTable {
         'Write conflict with an open multi-document transaction. :: Please retry your operation.',
       );
     }
+  }
+
+  // ---- distributed transactions (a router's participants) ------------------------------
+
+  private readonly reserved = new Map<string, { txnNumber: Long; snapshot: TransactionSnapshot }>();
+
+  /**
+   * A router's transaction read at one cluster time on every shard: the snapshot is taken now
+   * (the transaction's first statement) and used if this node joins the transaction later.
+   */
+  reserveSnapshot(sessionKey: string, txnNumber: Long): void {
+    this.reserved.set(sessionKey, { txnNumber, snapshot: new TransactionSnapshot(this.node) });
+  }
+
+  releaseSnapshot(sessionKey: string): void {
+    this.reserved.delete(sessionKey);
   }
 
   // ---- sessions ----------------------------------------------------------------------
@@ -244,10 +261,20 @@ export class TransactionManager implements LockTable {
       }
       if (body.readConcern !== undefined) checkTransactionReadConcern(body.readConcern);
       latest?.abort();
-      const txn = new Transaction(this.node, session.key, session.lsid, txnNumber, this, {
-        maxOpsPerOplogEntry: this.maxOpsPerOplogEntry,
-        maxBytesPerOplogEntry: MAX_OPLOG_ENTRY_BYTES,
-      });
+      const reserved = this.reserved.get(session.key);
+      this.reserved.delete(session.key);
+      const txn = new Transaction(
+        this.node,
+        session.key,
+        session.lsid,
+        txnNumber,
+        this,
+        {
+          maxOpsPerOplogEntry: this.maxOpsPerOplogEntry,
+          maxBytesPerOplogEntry: MAX_OPLOG_ENTRY_BYTES,
+        },
+        reserved && reserved.txnNumber.equals(txnNumber) ? reserved.snapshot : undefined,
+      );
       const level = (body.readConcern as Document | undefined)?.level;
       if (typeof level === 'string') txn.readConcernLevel = level;
       this.bySession.set(session.key, txn);

@@ -65,8 +65,13 @@ export class Transaction {
   openAtWriteBlock = false;
   /** `readConcern.level` of the first command (undefined: the default, local). */
   readConcernLevel?: string;
+  /**
+   * Set once the transaction is prepared (a participant of a distributed transaction's
+   * two-phase commit): its prepare oplog entry. It then holds its locks until
+   * commitPrepared/abort; no statement runs in it any more.
+   */
+  prepared?: OplogEntry;
   private endWaiters: Array<() => void> = [];
-  private snapshot?: TransactionSnapshot;
   readonly locks = new Set<string>();
   readonly sink = (entry: NewOplogEntry): void => this.record(entry);
 
@@ -77,6 +82,8 @@ export class Transaction {
     readonly txnNumber: Long,
     private readonly lockTable: LockTable,
     private readonly limits: TransactionLimits,
+    /** A snapshot taken earlier (a distributed transaction's global read timestamp). */
+    private snapshot?: TransactionSnapshot,
   ) {}
 
   /** The node as the transaction sees it (the snapshot is taken on first use). */
@@ -116,6 +123,61 @@ export class Transaction {
   abort(): void {
     if (this.state !== 'inProgress') return;
     this.state = 'aborted';
+    // A prepared transaction's abort is logged (mongod's abortTransaction oplog entry).
+    if (this.prepared) {
+      this.liveNode.oplog.append({
+        op: 'abortTransaction',
+        db: 'admin',
+        lsid: this.lsid,
+        txnNumber: this.txnNumber,
+        o: { abortTransaction: 1 },
+        prevOpTime: { ts: this.prepared.ts, t: TERM },
+      });
+    }
+    this.finish();
+  }
+
+  /**
+   * prepareTransaction (two-phase commit, first phase): writes the operations as one applyOps
+   * entry with `prepare: true`; nothing is applied or reported yet, the locks stay held.
+   * Returns the prepare timestamp.
+   */
+  prepare(): Timestamp {
+    if (this.state !== 'inProgress') throw new Error('prepare of a finished transaction');
+    this.prepared ??= this.liveNode.oplog.append({
+      op: 'applyOps',
+      db: 'admin',
+      lsid: this.lsid,
+      txnNumber: this.txnNumber,
+      applyOps: [...this.ops],
+      prepare: true,
+      prevOpTime: { ts: new Timestamp({ t: 0, i: 0 }), t: Long.fromNumber(-1) },
+    });
+    return this.prepared.ts;
+  }
+
+  /**
+   * commitTransaction of a prepared transaction (second phase): applies the operations and
+   * writes `{commitTransaction: 1, commitTimestamp}` at `commitTs`, the time the coordinator
+   * chose (later than every participant's prepare; the same entry time on every participant).
+   */
+  commitPrepared(commitTs: Timestamp): void {
+    const prepared = this.prepared;
+    if (this.state !== 'inProgress' || !prepared) return;
+    this.applyToLive(() => undefined);
+    this.state = 'committed';
+    this.liveNode.oplog.appendAt(
+      {
+        op: 'commitTransaction',
+        db: 'admin',
+        lsid: this.lsid,
+        txnNumber: this.txnNumber,
+        o: { commitTransaction: 1, commitTimestamp: commitTs },
+        prevOpTime: { ts: prepared.ts, t: TERM },
+        txnPrefix: [prepared],
+      },
+      commitTs,
+    );
     this.finish();
   }
 
@@ -141,11 +203,19 @@ export class Transaction {
    */
   commit(): void {
     if (this.state !== 'inProgress') return;
-    const snap = this.snapshot;
     const logged: NewOplogEntry[] = [];
+    this.applyToLive((e) => logged.push(e));
+    this.state = 'committed';
+    this.writeOplog(logged);
+    this.finish();
+  }
+
+  /** Applies the operations to the live collections, all or nothing (see commit). */
+  private applyToLive(sink: (e: NewOplogEntry) => void): void {
+    const snap = this.snapshot;
     const undo: Array<() => void> = [];
     const quiet: WriteOptions = { sink: () => undefined, bypassValidation: true };
-    const opts: WriteOptions = { sink: (e) => logged.push(e), bypassValidation: true };
+    const opts: WriteOptions = { sink, bypassValidation: true };
     try {
       for (const op of this.ops) {
         const e = op.uuid && snap?.byCollectionUuid(op.uuid);
@@ -156,13 +226,13 @@ export class Transaction {
           const catalog = this.liveNode.catalog;
           if (catalog.lookup(live.db, live.name)) throw writeConflict();
           undo.push(catalog.attachCollection(live));
-          logged.push(op);
+          sink(op);
           continue;
         }
         if (op.op === 'createIndexes' && e && live) {
           const spec = (op.operationDescription?.indexes as Document[] | undefined)?.[0];
           if (spec) live.buildIndex(new Index(spec));
-          logged.push(op);
+          sink(op);
           continue;
         }
         if (!live || live.catalog.getCollection(live.db, live.name) !== live) throw writeConflict();
@@ -195,9 +265,6 @@ export class Transaction {
       this.abort();
       throw err;
     }
-    this.state = 'committed';
-    this.writeOplog(logged);
-    this.finish();
   }
 
   /** mongod's unprepared commit: one applyOps entry, or a partialTxn chain when too large. */
@@ -248,7 +315,9 @@ export class Transaction {
 
 /** Every operation of a committed transaction, from its last applyOps entry. */
 export function transactionOperations(entry: OplogEntry): NewOplogEntry[] {
-  if (entry.op !== 'applyOps' || entry.partialTxn) return [];
+  // A prepared transaction's operations are reported at its commitTransaction entry.
+  if (entry.op === 'commitTransaction') return [...(entry.txnPrefix?.[0]?.applyOps ?? [])];
+  if (entry.op !== 'applyOps' || entry.partialTxn || entry.prepare) return [];
   const out: NewOplogEntry[] = [];
   for (const p of entry.txnPrefix ?? []) out.push(...(p.applyOps ?? []));
   out.push(...(entry.applyOps ?? []));

@@ -66,6 +66,7 @@ function toOplogRs(entry: OplogEntry): Document {
       }),
     };
     if (entry.partialTxn) o.partialTxn = true;
+    if (entry.prepare) o.prepare = true;
     if (entry.count !== undefined) o.count = Long.fromNumber(entry.count);
     doc.o = o;
   } else doc.o = entry.o ?? entry.documentKey ?? {};
@@ -74,7 +75,11 @@ function toOplogRs(entry: OplogEntry): Document {
   doc.v = Long.fromNumber(2);
   doc.wall = new Date(entry.wallMs);
   if (entry.fromMigrate) doc.fromMigrate = true;
-  if (entry.op === 'applyOps') {
+  if (
+    entry.op === 'applyOps' ||
+    entry.op === 'commitTransaction' ||
+    entry.op === 'abortTransaction'
+  ) {
     doc.lsid = entry.lsid;
     doc.txnNumber = entry.txnNumber;
     doc.prevOpTime = entry.prevOpTime;
