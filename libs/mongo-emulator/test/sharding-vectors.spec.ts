@@ -11,7 +11,9 @@ import { hashShardKeyValue } from '../src/sharding/hashing';
  */
 interface Vectors {
   hash64: Array<{ value: unknown; hash: string }>;
+  hash64Agreement: Array<{ value: unknown; hash: string }>;
   ordering: unknown[][];
+  orderingExtended: unknown[][];
 }
 
 const raw = JSON.parse(
@@ -21,15 +23,17 @@ const parse = (v: unknown): unknown => EJSON.deserialize({ v } as never, { relax
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
 
 describe('emulator shard key hashing and ordering against the shared vectors', () => {
-  it.each(raw.hash64.map((c) => [JSON.stringify(c.value), c.value, c.hash]))(
-    'hash64(%s)',
-    (_label, value, hash) => {
-      expect(hashShardKeyValue(parse(value)).toString()).toBe(hash);
-    },
-  );
+  it.each(
+    [...raw.hash64, ...raw.hash64Agreement].map((c) => [JSON.stringify(c.value), c.value, c.hash]),
+  )('hash64(%s)', (_label, value, hash) => {
+    expect(hashShardKeyValue(parse(value)).toString()).toBe(hash);
+  });
 
-  it('orders every pair of vectors as the documented BSON comparison order', () => {
-    const groups = raw.ordering.map((g) => g.map(parse));
+  it.each([
+    ['ordering', raw.ordering],
+    ['orderingExtended', raw.orderingExtended],
+  ])('orders every pair of %s as the documented BSON comparison order', (_name, table) => {
+    const groups = table.map((g) => g.map(parse));
     const wrong: string[] = [];
     groups.forEach((gi, i) =>
       groups.forEach((gj, j) => {

@@ -13,8 +13,6 @@ import {
   ObjectId,
   Timestamp,
 } from 'bson';
-// The emulator's woCompare, as an independent second implementation (tests may import it).
-import { compareValues } from '../../../mongo-emulator/src/bson/compare';
 import { compareKeyDocs, compareKeyValues } from './key-order';
 
 const dec = (s: string) => Decimal128.fromString(s);
@@ -99,17 +97,6 @@ describe('compareKeyValues: MongoDB BSON order', () => {
       for (const y of flat) {
         const got = sign(compareKeyValues(x.value, y.value));
         if (got !== sign(x.g - y.g)) wrong.push(`${show(x.value)} vs ${show(y.value)}: ${got}`);
-      }
-    expect(wrong).toEqual([]);
-  });
-
-  it('agrees with the emulator woCompare on every pair', () => {
-    const wrong: string[] = [];
-    for (const x of flat)
-      for (const y of flat) {
-        const mine = sign(compareKeyValues(x.value, y.value));
-        if (mine !== sign(compareValues(x.value, y.value)))
-          wrong.push(`${show(x.value)} vs ${show(y.value)}`);
       }
     expect(wrong).toEqual([]);
   });
