@@ -108,10 +108,15 @@ export const API_ERRORS = {
     description:
       'This worker lost its shard (another worker took it over, or its claim could not be renewed in time) and writes nothing more to the destination; restart it.',
   },
-  ReverseNotSupportedPerShard: {
+  ReverseShardCountMismatch: {
     httpStatus: 409,
     description:
-      'reverse of a sync run by one worker per source shard is not built yet; a sync run by one worker through the routers can be reversed.',
+      'reverse of a per-shard sync needs as many shards on the new source (the old destination) as the sync has workers; nothing was changed.',
+  },
+  ChunkMigrationSinceCommit: {
+    httpStatus: 409,
+    description:
+      "The old destination's chunk map changed since the commit (its balancer was started, or a chunk moved), so a per-shard reverse cannot tell which shard held each write; nothing was changed.",
   },
 
   // Wrong state for the operation.
@@ -203,7 +208,7 @@ export const API_ERRORS = {
   CommandSuperseded: {
     httpStatus: 409,
     description:
-      'A newer command reached the workers first (or this one expired by Redis\' clock); it was withdrawn or refused, not applied. A worker never runs a command older than one it has taken.',
+      "A newer command reached the workers first (or this one expired by Redis' clock); it was withdrawn or refused, not applied. A worker never runs a command older than one it has taken.",
   },
   StaleEpoch: {
     httpStatus: 409,

@@ -37,3 +37,4 @@ export * from './shards/key-order';
 export * from './shards/shard-hash';
 export * from './shards/ownership';
 export * from './shards/claim-fence';
+export { sourceShardOf } from './shards/shard-sync';

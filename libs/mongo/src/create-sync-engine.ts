@@ -2,6 +2,7 @@ import {
   ChangeEventApplication,
   ClaimFence,
   SyncJob,
+  sourceShardOf,
   type ClaimGuard,
   type ChangeEventApplicationOptions,
   type EngineLogger,
@@ -103,10 +104,13 @@ export function mongoChangeApplication(
           // its getMores return sooner, so that its read mark (which the other workers wait
           // for) follows an idle shard closely.
           feed: shard
-            ? new MongoChangeFeed(() => directory.shardClient(ctx.job.source.name, shard.id), {
-                maxAwaitTimeMS: 250,
-                ...options.feed,
-              })
+            ? new MongoChangeFeed(
+                () => directory.shardClient(ctx.job.source.name, sourceShardOf(shard)),
+                {
+                  maxAwaitTimeMS: 250,
+                  ...options.feed,
+                },
+              )
             : new MongoChangeFeed(source, options.feed),
           writer: new MongoChangeWriter(destination, guard),
           lookup: new MongoDocumentLookup(source),

@@ -140,6 +140,7 @@ export class MongoCoordinationStore implements CoordinationStore {
     return {
       ...(raw as unknown as CoordinationRecord),
       request: normaliseRequest(raw.request as Document),
+      ...(raw.reversals !== undefined ? { reversals: toNumber(raw.reversals) } : {}),
       plan: {
         ...(plan as unknown as CoordinationRecord['plan']),
         estimatedTotalBytes: toNumber(plan.estimatedTotalBytes),

@@ -1,6 +1,7 @@
 import type { Clock } from '../ports/clock';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { PersistedJob } from '../ports/job-store';
+import { sourceShardOf } from '../shards/shard-sync';
 import { JobSession } from './job-session';
 import type { SyncJobOptions } from './sync-job-options';
 import { SyncRunner, type RunnerHooks } from './sync-runner';
@@ -27,7 +28,7 @@ export function openSession(
   const shard = job.shard;
   if (shard) {
     session.watermarks = clusters.watermarks(job.destination.name);
-    session.useShardSource(() => clusters.shardSource(job.source.name, shard.id));
+    session.useShardSource(() => clusters.shardSource(job.source.name, sourceShardOf(shard)));
   }
   return session;
 }

@@ -7,6 +7,7 @@ import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { CoordinationStore } from '../ports/coordination-store';
 import { ShardOwnership } from '../shards/ownership';
+import { sourceShardOf } from '../shards/shard-sync';
 import type { WatermarkStore } from '../ports/watermark-store';
 
 /**
@@ -115,7 +116,7 @@ export class JobSession {
     if (this.owners?.snapshot !== shard.sharding) {
       this.owners = {
         snapshot: shard.sharding,
-        ownership: new ShardOwnership(shard.sharding, shard.coordinatorID),
+        ownership: new ShardOwnership(shard.sharding, sourceShardOf(shard, shard.coordinatorID)),
       };
     }
     return this.owners.ownership;

@@ -23,6 +23,7 @@ import {
 } from '../operations/commit';
 import { findPersistedJob } from '../operations/restore';
 import { assertReversible, reverseJob } from '../operations/reverse';
+import { checkShardReverse, reverseShardJob } from '../shards/shard-reverse';
 import { checkStart, startJob } from '../operations/start';
 import { systemClock, type Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -252,6 +253,8 @@ export class SyncJob implements SyncEngine {
     if (this.seen('reverse', options)) return;
     this.guard('reverse');
     assertReversible(this.session?.job, !!this.options.phases?.changeApplication);
+    // Per shard: every worker refuses alike, before anything changes.
+    if (this.session!.job.shard) await checkShardReverse(this.session!.job, this.options.clusters);
     await this.exclusive('reverse', async () => {
       await this.transition('REVERSING', commandRecord('reverse', options, this.clock));
       await this.runReverse();
@@ -287,7 +290,14 @@ export class SyncJob implements SyncEngine {
     }
     const { job } = found.persisted;
     if (job.shard) {
-      await this.claimShard(this.options.clusters.coordination(job.destination.name));
+      await this.claimShard(
+        this.options.clusters.coordination(job.shard.claimsOn ?? job.destination.name),
+      );
+      // After a reverse the claims live on the other cluster: the metadata here is fenced too.
+      if (job.shard.claimsOn && job.shard.claimsOn !== job.destination.name)
+        await this.options.clusters
+          .coordination(job.destination.name)
+          .fence(this.syncID, this.claim!.epoch!);
     }
     this.adopt(found.persisted, found.hosts);
     this.current = job.state;
@@ -395,11 +405,27 @@ export class SyncJob implements SyncEngine {
     const old = this.session!.job;
     let job = old;
     if (old.state === 'REVERSING') {
-      job = await reverseJob(old, {
-        clusters: this.options.clusters,
-        logger: this.logger,
-        now: new Date(this.clock.now()),
-      });
+      if (old.shard) {
+        const abort = new AbortController();
+        this.commitAbort = abort;
+        job = await reverseShardJob(old, {
+          clusters: this.options.clusters,
+          logger: this.logger,
+          clock: this.clock,
+          signal: abort.signal,
+          waiting: (what) => void (this.waitingFor = what),
+        });
+        if (this.claim?.epoch !== undefined)
+          await this.options.clusters
+            .coordination(job.destination.name)
+            .fence(this.syncID, this.claim.epoch);
+      } else {
+        job = await reverseJob(old, {
+          clusters: this.options.clusters,
+          logger: this.logger,
+          now: new Date(this.clock.now()),
+        });
+      }
     }
     const hosts = {
       source: this.session!.hosts.destination,

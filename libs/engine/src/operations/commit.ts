@@ -41,6 +41,10 @@ export interface CommitStep {
   failure?(error: Error): Error;
 }
 
+/** A per-shard sync started reversible: a reverse will read the destination shard by shard. */
+const reversiblePerShard = (ctx: CommitStepContext) =>
+  !!ctx.session.job.shard && ctx.session.job.request.reversible === true;
+
 const blocking = (ctx: CommitStepContext) =>
   ctx.session.job.request.enableUserWriteBlocking === true;
 
@@ -131,6 +135,10 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     scope: 'everyWorker',
     async run(ctx) {
       ctx.state.destinationTime = await ctx.session.destination.clusterTime();
+      // A reversible per-shard sync: the chunk map a reverse will read the destination by (its
+      // balancer is still stopped here, and stays stopped after the commit: see below).
+      if (reversiblePerShard(ctx))
+        ctx.state.destinationSharding = await ctx.session.destinationReader!.shardingSnapshot();
     },
   },
   {
@@ -154,7 +162,21 @@ export const COMMIT_STEPS: readonly CommitStep[] = [
     scope: 'oncePerSync',
     async run(ctx) {
       const modes = await balancerModesAtStart(ctx.session);
-      if (modes) await restoreBalancers(ctx.session.source, ctx.session.destination, modes);
+      if (!modes) return;
+      if (reversiblePerShard(ctx)) {
+        // A reverse reads the destination shard by shard with this commit's chunk map: its
+        // balancer stays stopped until then (or until the reversed sync commits).
+        await restoreBalancers(ctx.session.source, ctx.session.destination, {
+          source: modes.source,
+          destination: null,
+        });
+        if (modes.destination && modes.destination !== 'off')
+          ctx.logger.warn(
+            "the destination's balancer stays stopped: a reverse of this per-shard sync needs the chunk map of the commit; run balancerStart on it once no reverse is wanted",
+          );
+        return;
+      }
+      await restoreBalancers(ctx.session.source, ctx.session.destination, modes);
     },
   },
 ];

@@ -1,4 +1,5 @@
-import { ApiError } from '@sync/contracts';
+import type { Timestamp } from 'bson';
+import { ApiError, type StartRequest } from '@sync/contracts';
 import { keyOf } from '../catalog/namespace-catalog';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { EngineLogger } from '../ports/engine-logger';
@@ -17,12 +18,6 @@ export function assertReversible(job: JobRecord | undefined, hasChangeApplicatio
     throw new ApiError(
       'InvalidState',
       'reverse is not available: this build has no change event application.',
-    );
-  }
-  if (job.shard) {
-    throw new ApiError(
-      'ReverseNotSupportedPerShard',
-      'reverse of a sync run by one worker per source shard is not built yet.',
     );
   }
   if (!job.commit?.destinationTime) {
@@ -47,10 +42,27 @@ export async function reverseJob(
   old: JobRecord,
   deps: { clusters: ClusterDirectory; logger: EngineLogger; now: Date },
 ): Promise<JobRecord> {
-  const { clusters, logger } = deps;
+  const { namespaces, listedAt } = await reversedCatalog(old, deps.clusters);
+  const job = swappedJob(old, {
+    t0: old.commit!.destinationTime!,
+    listedUntil: listedAt,
+    namespaces,
+    now: deps.now,
+  });
+  await moveJob(old, job, deps);
+  return job;
+}
+
+/**
+ * The catalog of the reversed sync, read from the new source (the old destination), with the
+ * new destination's unique / hidden / TTL indexes relaxed as before a copy.
+ */
+export async function reversedCatalog(
+  old: JobRecord,
+  clusters: ClusterDirectory,
+): Promise<{ namespaces: NamespaceRecord[]; listedAt: Timestamp }> {
   const newSource = clusters.source(old.destination.name);
   const newDestination = clusters.destination(old.source.name);
-  const startAt = old.commit!.destinationTime!;
   const namespaces: NamespaceRecord[] = [];
   const listedAt = await newSource.clusterTime();
   const byDb = new Map<string, NamespaceRecord[]>();
@@ -88,26 +100,46 @@ export async function reverseJob(
       });
     }
   }
+  return { namespaces, listedAt };
+}
+
+/** The job with its roles swapped: RUNNING from `t0` on the new source, nothing to copy. */
+export function swappedJob(
+  old: JobRecord,
+  plan: { t0: Timestamp; listedUntil: Timestamp; namespaces: NamespaceRecord[]; now: Date },
+): JobRecord {
   const job: JobRecord = {
     ...old,
-    request: { ...old.request, source: old.destination.name, destination: old.source.name },
+    request: swappedRequest(old.request),
     state: 'RUNNING',
     phase: 'copied',
-    t0: startAt,
-    listedUntil: listedAt,
+    t0: plan.t0,
+    listedUntil: plan.listedUntil,
     source: old.destination,
     destination: old.source,
-    namespaces,
+    namespaces: plan.namespaces,
     reversals: (old.reversals ?? 0) + 1,
-    updatedAt: deps.now,
+    updatedAt: plan.now,
   };
   delete job.commit;
   delete job.ddlApplied;
   delete job.failure;
-  await clusters.jobStore(job.destination.name).saveJob(job);
-  await clusters.jobStore(old.destination.name).deleteJob();
-  logger.info('sync reversed', { source: job.source.name, destination: job.destination.name });
   return job;
+}
+
+export function swappedRequest(request: StartRequest): StartRequest {
+  return { ...request, source: request.destination, destination: request.source };
+}
+
+/** The swapped job written to the new destination in one write, then the old one deleted. */
+export async function moveJob(
+  old: JobRecord,
+  job: JobRecord,
+  deps: { clusters: ClusterDirectory; logger: EngineLogger },
+): Promise<void> {
+  await deps.clusters.jobStore(job.destination.name).saveJob(job);
+  await deps.clusters.jobStore(old.destination.name).deleteJob();
+  deps.logger.info('sync reversed', { source: job.source.name, destination: job.destination.name });
 }
 
 /** The relaxed spec is already in place (same options, compared as the server lists them). */

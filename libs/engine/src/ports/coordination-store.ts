@@ -28,6 +28,11 @@ export interface CoordinationRecord {
   commitSteps: Record<string, string[]>;
   /** The last commit's rollback (its checks failed): every worker rolls back too. */
   commitRolledBack?: { step: string; error: string; message: string } | null;
+  /**
+   * The job's reverses when this record was written (absent: 0). After a reverse the lead worker
+   * writes a new record on the new destination; the other workers wait for this number.
+   */
+  reversals?: number;
   /** The commit point and destination time the coordinator took (followers adopt them). */
   commitPoint?: Timestamp;
   destinationTime?: Timestamp;
@@ -40,6 +45,8 @@ export interface SharedPlan {
   estimatedTotalBytes: number;
   namespaces: NamespaceRecord[];
   sharding: ShardingSnapshot;
+  /** Worker id → source shard it reads, where they differ (after a reverse). */
+  sources?: Record<string, string>;
 }
 
 /**

@@ -38,6 +38,18 @@ export interface ShardAssignment {
   members: string[];
   /** The chunk map at start (balancers stopped): which shard owns which document. */
   sharding?: ShardingSnapshot;
+  /**
+   * Worker id → the source shard it reads, where they differ: after a reverse, the old
+   * destination's shards are paired with the workers (launched with the old source's shard ids).
+   * Absent: every worker reads the shard named by its id.
+   */
+  sources?: Record<string, string>;
+  /**
+   * The cluster whose `workers` collection holds the shard claims, when not the destination:
+   * after a reverse the claims stay where they were (their epochs only grow there, and every
+   * document the worker writes carries its claim's epoch).
+   */
+  claimsOn?: string;
 }
 
 export interface ClusterRef {
@@ -97,6 +109,12 @@ export interface CommitState {
   commitPoint?: Timestamp;
   /** Destination time before it accepted user writes: a reverse sync reads from here. */
   destinationTime?: Timestamp;
+  /**
+   * A reversible per-shard sync: the destination's chunk map at `destinationTime` (its balancer
+   * still stopped). A reverse reads the destination shard by shard from there, so it needs the
+   * map unchanged since.
+   */
+  destinationSharding?: ShardingSnapshot;
   /** Set while the source is write-blocked by this sync (shown in progress). */
   sourceBlocked?: boolean;
   /** When this worker blocked the source (the application's downtime starts). */

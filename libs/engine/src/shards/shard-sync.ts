@@ -38,6 +38,36 @@ export function assignShard(
   return { id, coordinatorID: coordinatorOf(source.shards), members: [...source.shards].sort() };
 }
 
+/** The source shard a worker reads: its id, unless a reverse paired it with another shard. */
+export function sourceShardOf(shard: ShardAssignment, worker: string = shard.id): string {
+  return shard.sources?.[worker] ?? worker;
+}
+
+/**
+ * A reverse of a per-shard sync: which shard of the new source (the old destination) each
+ * worker reads from now on. The workers keep their ids (the old source's shard ids, as launched
+ * with `--id`). A shard whose id is a worker's goes to that worker; the others are paired in
+ * sorted order. The shard counts must be equal, as MongoDB's tool requires for a reverse.
+ */
+export function pairShards(
+  workers: readonly string[],
+  shards: readonly string[],
+  newSource: string,
+): Record<string, string> {
+  if (workers.length !== shards.length) {
+    throw new ApiError(
+      'ReverseShardCountMismatch',
+      `reverse of a per-shard sync needs as many shards on ${newSource} as workers: ${newSource} has ${shards.length} (${[...shards].sort().join(', ')}), the sync runs ${workers.length} (${[...workers].sort().join(', ')}).`,
+    );
+  }
+  const pairs: Record<string, string> = {};
+  const free = [...shards].sort().filter((s) => !workers.includes(s));
+  for (const worker of [...workers].sort()) {
+    pairs[worker] = shards.includes(worker) ? worker : free.shift()!;
+  }
+  return pairs;
+}
+
 /** Same start request (every worker of one sync must be given identical commands). */
 export function sameRequest(a: StartRequest, b: StartRequest): boolean {
   return canonical(a) === canonical(b);

@@ -7,7 +7,7 @@ import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
-import { sameRequest, waitForCoordination } from './shard-sync';
+import { sameRequest, sourceShardOf, waitForCoordination } from './shard-sync';
 import { WatermarkGate, justBefore } from './watermark-gate';
 
 /** What a worker's initial copy takes of one collection. */
@@ -105,7 +105,7 @@ export class PerShardTopology implements SyncTopology {
 
   initialCopyShare(session: JobSession, record: NamespaceRecord): CopyShare | null {
     const ownership = session.ownership;
-    const me = PerShardTopology.assignment(session).id;
+    const me = sourceShardOf(PerShardTopology.assignment(session));
     if (!ownership) return {};
     const sharded = ownership.sharded(record.key);
     if (!sharded) return ownership.primaryOf(record.database) === me ? {} : null;
@@ -132,6 +132,7 @@ export class PerShardTopology implements SyncTopology {
     const gate = new WatermarkGate({
       store: session.watermarks,
       me: shard.id,
+      owner: sourceShardOf(shard),
       members: shard.members,
       clock: this.deps.clock,
       logger: this.deps.logger,

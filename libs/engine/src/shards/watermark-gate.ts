@@ -17,6 +17,8 @@ export interface WatermarkGateDeps {
   store: WatermarkStore;
   /** This worker's shard id. */
   me: string;
+  /** The source shard this worker reads, when not `me` (after a reverse: shard-sync.ts). */
+  owner?: string;
   /** Every worker of the sync (source shard ids). */
   members: readonly string[];
   clock: Clock;
@@ -134,7 +136,7 @@ export class WatermarkGate {
     owns: (ns: Namespace, uuid, doc) => {
       const ownership = this.deps.ownership?.();
       if (!ownership) throw new ApplyError('a per-shard worker without its chunk map', false);
-      return ownership.ownerOf(ns.db, uuid, doc) === this.deps.me;
+      return ownership.ownerOf(ns.db, uuid, doc) === (this.deps.owner ?? this.deps.me);
     },
   };
 

@@ -78,7 +78,8 @@ export const OPERATION_ERRORS = {
     ...COORDINATED,
     'InvalidState',
     'ReverseNotAllowed',
-    'ReverseNotSupportedPerShard',
+    'ReverseShardCountMismatch',
+    'ChunkMigrationSinceCommit',
   ],
 } satisfies Record<string, ApiErrorName[]>;
 
