@@ -365,6 +365,20 @@ describe('sharded topology: distributed transactions through mongos', () => {
     }
   });
 
+  it('moves a document the transaction itself wrote when it changes its shard key', async () => {
+    const session = client.startSession();
+    try {
+      await session.withTransaction(async () => {
+        await coll.insertOne({ _id: 55, k: -55 }, { session });
+        await coll.updateOne({ _id: 55, k: -55 }, { $set: { k: 55, v: 'moved' } }, { session });
+      });
+      expect(await on(low).findOne({ _id: 55 })).toBeNull();
+      expect(await on(high).findOne({ _id: 55 })).toEqual({ _id: 55, k: 55, v: 'moved' });
+    } finally {
+      await session.endSession();
+    }
+  });
+
   it('moves a document to another shard for a retryable write, and refuses it otherwise', async () => {
     await coll.insertMany([
       { _id: 60, k: -60 },

@@ -66,6 +66,7 @@ export class MongosRouter implements CommandExecutor {
       (shard, body, conn) => shard.executor.execute(this.inTransaction(shard, body), conn),
       (cursor, batchSize) => this.openMerged(cursor, batchSize),
       (conn, work) => this.transactions.internal(conn, work),
+      (shard) => this.transactions.catalogFor(shard),
     );
   }
 

@@ -6,6 +6,7 @@ import { compileSort } from '../query/sort';
 import { valuesEqual } from '../bson/compare';
 import { decodeExact } from '../bson/codec';
 import type { StoredRecord } from '../storage/record';
+import type { Catalog } from '../storage/catalog';
 import { applyUpdate } from '../query/update';
 import { runPipeline } from '../aggregate/pipeline';
 import { InMemoryPipelineEnv } from '../aggregate/testing/in-memory-env';
@@ -78,6 +79,8 @@ export class ShardedOps {
       conn: ConnectionContext,
       work: () => Promise<Document | undefined>,
     ) => Promise<Document | undefined>,
+    /** The catalog a shard-key check reads on a shard (a transaction's snapshot inside one). */
+    private readonly catalogOf: (shard: ShardHandle) => Catalog = (shard) => shard.rs.node.catalog,
   ) {}
 
   private chunks(entry: CollectionEntry) {
@@ -233,7 +236,7 @@ export class ShardedOps {
     const coll = rest.join('.');
     const filter = isDoc(stmt.q) ? stmt.q : {};
     for (const shard of shards) {
-      const catalog = shard.rs.node.catalog;
+      const catalog = this.catalogOf(shard);
       for (const doc of catalog.find(db, coll, filter)) {
         let after: Document;
         try {

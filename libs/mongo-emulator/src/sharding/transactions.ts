@@ -5,6 +5,7 @@ import type { ConnectionContext } from '../commands/types';
 import { lsidKey } from '../server/sessions';
 import { asNumber } from '../server/values';
 import type { Transaction } from '../transactions/transaction';
+import type { Catalog } from '../storage/catalog';
 import type { ShardHandle, ShardingMetadata } from './metadata';
 
 type RouterTxnState = 'inProgress' | 'committed' | 'aborted';
@@ -184,6 +185,16 @@ export class RouterTransactions {
         `Transaction with { txnNumber: ${txnNumber} } has been committed.`,
       );
     return latest;
+  }
+
+  /**
+   * What a router-side check (a shard-key update's) reads on `shard`: inside a transaction the
+   * shard already joined, its snapshot with its own writes; otherwise the shard's live data.
+   */
+  catalogFor(shard: ShardHandle): Catalog {
+    const txn = this.current();
+    const t = txn && txn.participants.includes(shard) ? this.participantTxn(shard, txn) : undefined;
+    return t ? t.node.catalog : shard.rs.node.catalog;
   }
 
   /** The shard's own transaction for `txn` while it is open. */
