@@ -60,6 +60,24 @@ export class RouterTransactions {
     return this.metadata.shards;
   }
 
+  /** endSessions through the router: their transactions are over (the shards abort theirs). */
+  endSessions(lsids: unknown[]): void {
+    for (const lsid of lsids) {
+      if (!isDoc(lsid)) continue;
+      let key: string;
+      try {
+        key = lsidKey(lsid);
+      } catch {
+        continue; // the shards report the malformed lsid
+      }
+      const txn = this.bySession.get(key);
+      if (!txn) continue;
+      if (txn.state === 'inProgress') txn.state = 'aborted';
+      this.releaseSnapshots(txn);
+      this.bySession.delete(key);
+    }
+  }
+
   /** The transaction of the command being routed, if any. */
   current(): RouterTransaction | undefined {
     return this.context.getStore();

@@ -14,6 +14,9 @@ const BROADCAST = [
 export const broadcastCommands: RouterCommandDefinition[] = BROADCAST.map((name) => ({
   name,
   async run({ router, body, conn }) {
+    // The shards abort the ended sessions' transactions; the router forgets them.
+    if (name === 'endSessions' && Array.isArray(body.endSessions))
+      router.transactions.endSessions(body.endSessions as unknown[]);
     let first: Document | undefined;
     for (const shard of router.shards) {
       const reply = await shard.executor.execute(body, conn);
