@@ -24,7 +24,9 @@ import { DEFAULT_CLAIM_RENEW_MS, DEFAULT_CLAIM_STALE_MS } from '@sync/engine/sha
 /**
  * Composition root of the worker: the HTTP API driving the MongoDB-backed engine. With
  * `--redis` the worker joins a coordinator: commands arrive on its queue, its own API refuses
- * them (CommandsThroughCoordinator) and serves progress.
+ * them (CommandsThroughCoordinator) and serves progress. With `--standby` (and `--id`) the API
+ * holds a StandbyEngine until the shard was taken over from its active worker; only then is the
+ * real engine created (and attached to the agent, which starts consuming the shard's queue).
  */
 @Module({})
 export class WorkerModule {
