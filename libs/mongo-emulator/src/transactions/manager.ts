@@ -93,14 +93,24 @@ export class TransactionManager implements LockTable {
 
   // ---- distributed transactions (a router's participants) ------------------------------
 
-  private readonly reserved = new Map<string, { txnNumber: Long; snapshot: TransactionSnapshot }>();
+  private readonly reserved = new Map<
+    string,
+    { txnNumber: Long; snapshot: TransactionSnapshot; at: number }
+  >();
 
   /**
    * A router's transaction read at one cluster time on every shard: the snapshot is taken now
    * (the transaction's first statement) and used if this node joins the transaction later.
+   * Reservations of abandoned transactions go after transactionLifetimeLimitSeconds.
    */
-  reserveSnapshot(sessionKey: string, txnNumber: Long): void {
-    this.reserved.set(sessionKey, { txnNumber, snapshot: new TransactionSnapshot(this.node) });
+  reserveSnapshot(sessionKey: string, txnNumber: Long, now = Date.now()): void {
+    const limitMs = this.lifetimeLimitSeconds * 1000;
+    for (const [key, r] of this.reserved) if (now - r.at > limitMs) this.reserved.delete(key);
+    this.reserved.set(sessionKey, {
+      txnNumber,
+      snapshot: new TransactionSnapshot(this.node),
+      at: now,
+    });
   }
 
   releaseSnapshot(sessionKey: string): void {
