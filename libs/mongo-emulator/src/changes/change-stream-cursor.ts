@@ -9,7 +9,7 @@ import {
   type BatchRequest,
   type ServerCursor,
 } from '../cursors/cursor-manager';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import type { OplogEntry } from '../oplog/oplog-entry';
 import type { ChangeStreamSpec } from './spec';
 import {
@@ -99,7 +99,7 @@ export class ChangeStreamCursor implements ServerCursor {
 
   constructor(
     readonly ns: string,
-    private readonly node: ReplicaSetNode,
+    private readonly node: NodeServices,
     private readonly spec: ChangeStreamSpec,
     start: StreamStart,
     db: string,

@@ -1,7 +1,7 @@
 import type { Document } from 'bson';
 import { CommandError } from '../errors';
 import { postImageOf, preImageOf, type OplogEntry, type OplogOp } from '../oplog/oplog-entry';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import { INTERNAL_DATABASES, type ChangeStreamScope, type ChangeStreamSpec } from './spec';
 import {
   encodeResumeToken,
@@ -106,7 +106,7 @@ export function tokenDataForEntry(entry: OplogEntry, version?: number): ResumeTo
  * lsid/txnNumber it records come from retryable writes, so they are not reported.
  */
 export function buildEvent(
-  node: ReplicaSetNode,
+  node: NodeServices,
   entry: OplogEntry,
   spec: ChangeStreamSpec,
   images: PreImageTracker,
@@ -210,7 +210,7 @@ function imageSummary(event: Document): string {
 }
 
 function addImages(
-  node: ReplicaSetNode,
+  node: NodeServices,
   entry: OplogEntry,
   spec: ChangeStreamSpec,
   images: PreImageTracker,

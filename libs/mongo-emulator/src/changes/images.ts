@@ -1,5 +1,5 @@
 import type { Binary, Document } from 'bson';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import type { OplogEntry } from '../oplog/oplog-entry';
 import { compareTimestamps } from '../clock/cluster-clock';
 import { valuesEqual } from '../bson/compare';
@@ -16,7 +16,7 @@ export class PreImageTracker {
   /** Per collection UUID: the option's value as of the newest create/modify entry seen. */
   private readonly known = new Map<string, boolean>();
 
-  constructor(private readonly node: ReplicaSetNode) {}
+  constructor(private readonly node: NodeServices) {}
 
   /** Feed every oplog entry the stream scans, in order, so the state follows collMods. */
   observe(entry: OplogEntry): void {
@@ -79,7 +79,7 @@ export function uuidKey(uuid: Binary): string {
  * the full documentKey, and only if the collection is still the same one (same UUID) — after a
  * drop/recreate MongoDB returns null.
  */
-export function lookupCurrentDocument(node: ReplicaSetNode, entry: OplogEntry): Document | null {
+export function lookupCurrentDocument(node: NodeServices, entry: OplogEntry): Document | null {
   if (!entry.coll || !entry.documentKey) return null;
   const coll = node.catalog.getCollection(entry.db, entry.coll);
   if (!coll || (entry.uuid && uuidKey(coll.uuid) !== uuidKey(entry.uuid))) return null;

@@ -2,7 +2,7 @@ import type { Document } from 'bson';
 import { CommandError } from '../errors';
 import { cloneExact } from '../bson/codec';
 import { compareValues } from '../bson/compare';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import { runPipeline } from '../aggregate/pipeline';
 import { CatalogPipelineEnv } from '../storage/pipeline-env';
 
@@ -15,7 +15,7 @@ const ID_MODIFIED =
 export class UserPipeline {
   constructor(
     private readonly stages: Document[],
-    private readonly node: ReplicaSetNode,
+    private readonly node: NodeServices,
     private readonly db: string,
   ) {
     // Compile once up front so a malformed stage fails the aggregate, not a later getMore.

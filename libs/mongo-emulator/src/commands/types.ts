@@ -1,5 +1,5 @@
 import type { Document, Long } from 'bson';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import type { ReadConcernArgs } from '../server/read-concern';
 import type { Transaction } from '../transactions/transaction';
 
@@ -32,7 +32,7 @@ export interface CommandSession {
 }
 
 export interface CommandContext {
-  readonly node: ReplicaSetNode;
+  readonly node: NodeServices;
   readonly conn: ConnectionContext;
   /** `$db` of the request. */
   readonly db: string;

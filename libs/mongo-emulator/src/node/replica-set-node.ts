@@ -5,30 +5,12 @@ import { CursorManager } from '../cursors/cursor-manager';
 import { Catalog } from '../storage/catalog';
 import { SessionRegistry } from '../server/sessions';
 import { FailPointRegistry } from '../server/fail-points';
-import { UserRegistry, type UserSpec } from '../auth/user-registry';
+import { UserRegistry } from '../auth/user-registry';
 import { CommandRegistry, defaultCommandRegistry } from '../commands/registry';
 import { TransactionManager } from '../transactions/manager';
+import type { NodeServices, ReplicaSetNodeOptions } from './node-services';
 
-export interface ReplicaSetNodeOptions {
-  /** Replica set name reported by hello (`setName`). */
-  setName: string;
-  /** Oplog entries kept (the change-stream history window). */
-  historySize?: number;
-  /** Users created at launch; when non-empty, authentication is required. */
-  users?: UserSpec[];
-  /** Interval of the primary's periodic no-op writes (mongod: 10 s). */
-  noopIntervalMs?: number;
-  /** A clock shared with other nodes (the shards of one emulated cluster share cluster time). */
-  clock?: ClusterClock;
-  /** mongod's transactionLifetimeLimitSeconds (default 60). */
-  transactionLifetimeLimitSeconds?: number;
-  /**
-   * mongod's maxNumberOfTransactionOperationsInSingleOplogEntry: a committed transaction with
-   * more operations is written as a chain of partialTxn applyOps entries (default: unlimited,
-   * so only the 16 MiB entry size splits).
-   */
-  maxTransactionOpsPerOplogEntry?: number;
-}
+export type { ReplicaSetNodeOptions } from './node-services';
 
 export const DEFAULT_HISTORY_SIZE = 1_000_000;
 
@@ -41,9 +23,10 @@ export const DISABLE_SNAPSHOTTING_FAIL_POINT = 'disableSnapshotting';
 /**
  * The data-bearing state of one emulated replica-set primary: everything a command can
  * touch. The wire server (server/) owns sockets; this object owns data and bookkeeping.
- * A sharded topology later puts several of these behind emulated mongos routers.
+ * A sharded topology later puts several of these behind emulated mongos routers. Commands,
+ * storage, transactions and change streams see it as NodeServices (node-services.ts).
  */
-export class ReplicaSetNode {
+export class ReplicaSetNode implements NodeServices {
   readonly clock: ClusterClock;
   readonly oplog: Oplog;
   readonly cursors = new CursorManager();

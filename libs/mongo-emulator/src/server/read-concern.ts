@@ -2,7 +2,7 @@ import { Timestamp, type Document } from 'bson';
 import { bsonTypeOf } from '../bson/compare';
 import { compareTimestamps } from '../clock/cluster-clock';
 import { CommandError } from '../errors';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 
 export type ReadConcernLevel = 'local' | 'majority' | 'linearizable' | 'available' | 'snapshot';
 
@@ -109,7 +109,7 @@ export const AFTER_CLUSTER_TIME_NOOP = { 'noop write for afterClusterTime read c
  *   snapshot back; maxTimeMS ends the wait with 50 MaxTimeMSExpired.
  */
 export async function waitForReadConcern(
-  node: ReplicaSetNode,
+  node: NodeServices,
   rc: ReadConcernArgs,
   options: { maxTimeMS?: number; signal?: AbortSignal },
 ): Promise<void> {
@@ -144,7 +144,7 @@ export const MAX_ACCEPTABLE_CLOCK_DRIFT_SECS = 365 * 24 * 60 * 60;
  * the signature is not checked; a time more than maxAcceptableLogicalClockDriftSecs ahead of
  * the wall clock fails with 205 ClusterTimeFailsRateLimiter.
  */
-export function gossipInClusterTime(node: ReplicaSetNode, value: unknown, now = Date.now()): void {
+export function gossipInClusterTime(node: NodeServices, value: unknown, now = Date.now()): void {
   if (bsonTypeOf(value) !== 'object') return;
   const ts = (value as Document).clusterTime;
   if (!(ts instanceof Timestamp)) return;

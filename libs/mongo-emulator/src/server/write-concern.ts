@@ -1,6 +1,6 @@
 import { Int32, type Document } from 'bson';
 import { bsonTypeOf } from '../bson/compare';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import { asNumber } from './values';
 
 /** The effective write concern of a write command. */
@@ -48,7 +48,7 @@ export function effectiveWriteConcern(body: Document): WriteConcernSpec {
  * w: 0/1 and tags are not waited for; a w above 1 gets 100 UnsatisfiableWriteConcern (one member).
  */
 export async function waitForWriteConcern(
-  node: ReplicaSetNode,
+  node: NodeServices,
   wc: WriteConcernSpec,
   options: { maxTimeMS?: number; startedAt: number; signal?: AbortSignal },
 ): Promise<Document | undefined> {

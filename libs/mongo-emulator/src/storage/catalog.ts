@@ -1,5 +1,5 @@
 import type { Binary, Document } from 'bson';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import type { NewOplogEntry } from '../oplog/oplog-entry';
 import { CommandError } from '../errors';
 import { Collection, ID_INDEX_SPEC, newUuid, type WriteOptions } from './collection';
@@ -71,7 +71,7 @@ export class Catalog {
   private ttlIntervalMs = 60_000;
   private ttlTimer: NodeJS.Timeout | undefined;
 
-  constructor(readonly node: ReplicaSetNode) {}
+  constructor(readonly node: NodeServices) {}
 
   // ---- lookups -----------------------------------------------------------------------
 

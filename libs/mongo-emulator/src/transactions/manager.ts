@@ -2,7 +2,7 @@ import type { Binary, Document, Long } from 'bson';
 import { CommandError } from '../errors';
 import { encodeKeyString } from '../changes/keystring';
 import { uuidKey } from '../changes/images';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import type { Collection } from '../storage/collection';
 import type { CommandDefinition, CommandSession } from '../commands/types';
 import { MAX_OPLOG_ENTRY_BYTES, Transaction, type LockTable } from './transaction';
@@ -48,7 +48,7 @@ export class TransactionManager implements LockTable {
   maxOpsPerOplogEntry: number;
 
   constructor(
-    private readonly node: ReplicaSetNode,
+    private readonly node: NodeServices,
     options: TransactionOptions = {},
   ) {
     this.lifetimeLimitSeconds =

@@ -4,7 +4,7 @@ import { checkCollectionName, createDescription } from '../storage/catalog';
 import type { Catalog, Namespace } from '../storage/catalog';
 import { Collection, type WriteOptions } from '../storage/collection';
 import { Index } from '../storage/index';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import type { NodeServices } from '../node/node-services';
 import { uuidKey } from '../changes/images';
 
 /**
@@ -57,9 +57,9 @@ export class TransactionSnapshot {
   /** Collections the transaction created, by `db.name`. */
   private readonly created = new Map<string, SnapshotCollection>();
   readonly catalog: Catalog;
-  readonly node: ReplicaSetNode;
+  readonly node: NodeServices;
 
-  constructor(private readonly liveNode: ReplicaSetNode) {
+  constructor(private readonly liveNode: NodeServices) {
     const live = liveNode.catalog;
     for (const db of live.databaseNames()) for (const c of live.collections(db)) this.entry(c);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the overrides' own `this` is the catalog
@@ -121,7 +121,7 @@ export class TransactionSnapshot {
     };
     Object.assign(catalog, overrides);
     this.catalog = catalog;
-    const node = Object.create(liveNode) as ReplicaSetNode;
+    const node = Object.create(liveNode) as NodeServices;
     (node as unknown as { catalog: Catalog }).catalog = catalog;
     this.node = node;
   }

@@ -2,9 +2,8 @@ import { Long, Timestamp, type Document } from 'bson';
 import { decodeExact } from '../bson/codec';
 import { CommandError } from '../errors';
 import type { NewOplogEntry, OplogEntry } from '../oplog/oplog-entry';
-import type { ReplicaSetNode } from '../node/replica-set-node';
+import { TERM, type NodeServices } from '../node/node-services';
 import type { StoredRecord, WriteOptions } from '../storage/collection';
-import { TERM } from '../commands/admin/hello';
 import { Index } from '../storage/index';
 import { TransactionSnapshot } from './snapshot';
 
@@ -76,7 +75,7 @@ export class Transaction {
   readonly sink = (entry: NewOplogEntry): void => this.record(entry);
 
   constructor(
-    readonly liveNode: ReplicaSetNode,
+    readonly liveNode: NodeServices,
     readonly sessionKey: string,
     readonly lsid: Document,
     readonly txnNumber: Long,
@@ -87,7 +86,7 @@ export class Transaction {
   ) {}
 
   /** The node as the transaction sees it (the snapshot is taken on first use). */
-  get node(): ReplicaSetNode {
+  get node(): NodeServices {
     this.snapshot ??= new TransactionSnapshot(this.liveNode);
     return this.snapshot.node;
   }

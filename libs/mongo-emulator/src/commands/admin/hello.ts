@@ -1,6 +1,6 @@
 import { Long, ObjectId, type Document } from 'bson';
 import { CommandError } from '../../errors';
-import type { ReplicaSetNode } from '../../node/replica-set-node';
+import { TERM, type NodeServices } from '../../node/node-services';
 import type { CommandContext, CommandDefinition } from '../types';
 import { MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE } from '../../wire/protocol';
 import { LOGICAL_SESSION_TIMEOUT_MINUTES } from '../../server/sessions';
@@ -11,24 +11,20 @@ import { startScram } from '../../auth/scram';
 export const MAX_WIRE_VERSION = 21;
 export const MAX_WRITE_BATCH_SIZE = 100_000;
 /** Every optime carries the term; the emulated primary was elected once, in term 1. */
-export const TERM = Long.fromNumber(1);
+export { TERM } from '../../node/node-services';
 
-const topologyWaiters = new WeakMap<ReplicaSetNode, Set<() => void>>();
+const topologyWaiters = new WeakMap<NodeServices, Set<() => void>>();
 
 /**
  * Bumps the node's topologyVersion counter and wakes awaitable hellos, which then answer at
  * once (e.g. after a simulated step-down). Nothing in a single-node set calls it yet.
  */
-export function notifyTopologyChange(node: ReplicaSetNode): void {
+export function notifyTopologyChange(node: NodeServices): void {
   node.topologyVersion.counter = node.topologyVersion.counter.add(1);
   for (const wake of [...(topologyWaiters.get(node) ?? [])]) wake();
 }
 
-function waitForTopologyChange(
-  node: ReplicaSetNode,
-  ms: number,
-  signal: AbortSignal,
-): Promise<void> {
+function waitForTopologyChange(node: NodeServices, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     let waiters = topologyWaiters.get(node);
     if (!waiters) topologyWaiters.set(node, (waiters = new Set()));
@@ -47,12 +43,10 @@ function waitForTopologyChange(
 }
 
 /** `{opTime: {ts, t}, lastWriteDate, majorityOpTime, majorityWriteDate}` of the newest oplog entry. */
-export function lastWrite(node: ReplicaSetNode): Document {
+export function lastWrite(node: NodeServices): Document {
   const newest = node.oplog.newest();
   const ts = newest?.ts ?? node.clock.current();
-  const date = newest
-    ? new Date(Math.floor(newest.wallMs / 1000) * 1000)
-    : new Date(ts.t * 1000);
+  const date = newest ? new Date(Math.floor(newest.wallMs / 1000) * 1000) : new Date(ts.t * 1000);
   // A single voting member: everything applied is majority-committed.
   return {
     opTime: { ts, t: TERM },
@@ -62,7 +56,7 @@ export function lastWrite(node: ReplicaSetNode): Document {
   };
 }
 
-function topologyVersionDoc(node: ReplicaSetNode): Document {
+function topologyVersionDoc(node: NodeServices): Document {
   return { processId: node.topologyVersion.processId, counter: node.topologyVersion.counter };
 }
 
