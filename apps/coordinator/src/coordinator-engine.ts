@@ -85,8 +85,15 @@ export class CoordinatorEngine implements SyncEngine {
       );
     }
     const roster = await this.options.board.refresh();
-    const source = request?.source ?? sourceOf(roster.reports);
-    const shards = source === undefined ? undefined : await this.options.clusters.shardIds(source);
+    const source = request?.source ?? directionOf(roster.reports, 'Source');
+    let shards = source === undefined ? undefined : await this.options.clusters.shardIds(source);
+    // After a reverse, per-shard workers keep the ids of the shards the sync started from: those
+    // of the cluster that is now the destination (each reads a paired shard of the new source).
+    const destination = request ? undefined : directionOf(roster.reports, 'Destination');
+    if (shards && destination && !sameMembers(shards, roster.registrations)) {
+      const started = await this.options.clusters.shardIds(destination);
+      if (started && sameMembers(started, roster.registrations)) shards = started;
+    }
     const workers = targetWorkers(roster.registrations, shards);
     const commandId = options?.commandId ?? `auto-${randomUUID()}`;
     this.options.logger.info('broadcasting a command', { operation, commandId, epoch, workers });
@@ -138,10 +145,18 @@ export class CoordinatorEngine implements SyncEngine {
 }
 
 /** The source cluster's name of a running sync, from a worker's directionMapping. */
-function sourceOf(reports: ReadonlyMap<string, { progress: Progress | null }>): string | undefined {
+function directionOf(
+  reports: ReadonlyMap<string, { progress: Progress | null }>,
+  role: 'Source' | 'Destination',
+): string | undefined {
   for (const report of reports.values()) {
-    const mapping = report.progress?.directionMapping?.Source;
+    const mapping = report.progress?.directionMapping?.[role];
     if (mapping) return mapping.split(':')[0];
   }
   return undefined;
+}
+
+function sameMembers(shards: readonly string[], registered: readonly { id: string }[]): boolean {
+  const ids = new Set(registered.map((r) => r.id));
+  return shards.length === ids.size && shards.every((s) => ids.has(s));
 }
