@@ -291,6 +291,26 @@ describe('ShardClaim standby mode (--standby)', () => {
     engineClaim.stop();
   });
 
+  it('one slow renewal costs no lease: renewals go on while it is unacknowledged', async () => {
+    const holder = active();
+    const lost: ApiError[] = [];
+    await holder.acquire(store, (e) => lost.push(e));
+    const claim = store.claim.bind(store);
+    let slow = 1; // the next renewal takes 2.8 s to be acknowledged (lease: 3.2 s)
+    store.claim = async (...args) => {
+      if (slow-- > 0) await new Promise((resolve) => setTimeout(resolve, 2_800));
+      return claim(...args);
+    };
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(lost).toEqual([]);
+    expect(() => holder.fence.assertHeld()).not.toThrow();
+    // A destination that acknowledges nothing for longer than the lease: the holder stops.
+    store.claim = () => new Promise(() => undefined);
+    await jest.advanceTimersByTimeAsync(3_300);
+    expect(lost.map((e) => e.error)).toEqual(['ShardClaimLost']);
+    holder.stop();
+  });
+
   it('keeps the invariant renew < stale − margin', () => {
     expect(() => new ShardClaim('shardA', hostClock(0), silentLogger, { renewMs: 3_500 })).toThrow(
       /renewMs/,

@@ -11,6 +11,9 @@ export const DEFAULT_CLAIM_RENEW_MS = 1_000;
 /** A claim not renewed for this long is free to take over, by default (--claimStaleMs). */
 export const DEFAULT_CLAIM_STALE_MS = 4_000;
 
+/** Renewals sent while earlier ones are unacknowledged (a slow destination), at most. */
+const MAX_RENEWALS_IN_FLIGHT = 3;
+
 export interface ShardClaimOptions {
   /** Heartbeat period (default DEFAULT_CLAIM_RENEW_MS, 1 s). */
   renewMs?: number;
@@ -231,30 +234,47 @@ export class ShardClaim {
         await this.clock.sleep(Math.max(1, Math.min(left, this.renewMs)), controller.signal);
       }
     })();
+    // Renewals are sent every renewMs whether or not the previous one was acknowledged (at most
+    // MAX_RENEWALS_IN_FLIGHT at a time): one slow round trip then costs no lease, as a later
+    // renewal's acknowledgement extends it (from ITS sending time: each is safe on its own).
+    let inFlight = 0;
+    const renewOnce = async (): Promise<void> => {
+      const sent = this.fence.now();
+      try {
+        const held = await store.claim(this.worker, this.instance, this.staleMs);
+        if (controller.signal.aborted) return;
+        if (held.instance !== this.instance || held.epoch !== epoch) {
+          lose(
+            shardClaimLost(
+              this.worker,
+              `another worker took the shard over: instance ${held.instance}, claim epoch ${held.epoch} (this one held epoch ${epoch})`,
+            ),
+          );
+          return;
+        }
+        this.fence.hold(epoch, sent + this.staleMs - this.marginMs);
+        const took = this.fence.now() - sent;
+        if (took > this.renewMs) {
+          this.logger.warn('renewing the shard claim was slow', {
+            tookMs: Math.round(took),
+            leaseLeftMs: Math.round(this.fence.remainingMs()),
+          });
+        }
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        this.logger.warn('renewing the shard claim failed; retrying', {
+          error: error instanceof Error ? error.message : String(error),
+          leaseLeftMs: Math.round(this.fence.remainingMs()),
+        });
+      }
+    };
     void (async () => {
       while (!controller.signal.aborted) {
         await this.clock.sleep(this.renewMs, controller.signal).catch(() => undefined);
         if (controller.signal.aborted) return;
-        try {
-          const sent = this.fence.now();
-          const held = await store.claim(this.worker, this.instance, this.staleMs);
-          if (controller.signal.aborted) return;
-          if (held.instance !== this.instance || held.epoch !== epoch) {
-            lose(
-              shardClaimLost(
-                this.worker,
-                `another worker took the shard over: instance ${held.instance}, claim epoch ${held.epoch} (this one held epoch ${epoch})`,
-              ),
-            );
-            return;
-          }
-          this.fence.hold(epoch, sent + this.staleMs - this.marginMs);
-        } catch (error) {
-          this.logger.warn('renewing the shard claim failed; retrying', {
-            error: error instanceof Error ? error.message : String(error),
-            leaseLeftMs: Math.round(this.fence.remainingMs()),
-          });
-        }
+        if (inFlight >= MAX_RENEWALS_IN_FLIGHT) continue;
+        inFlight += 1;
+        void renewOnce().finally(() => (inFlight -= 1));
       }
     })();
   }
