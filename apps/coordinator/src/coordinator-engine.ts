@@ -10,6 +10,7 @@ import {
 import type { SyncEngine } from '@sync/engine';
 import type { JsonLogger } from '@sync/service';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import {
   commitAcrossWorkers,
   summarizeOutcomes,
@@ -38,6 +39,9 @@ export interface CoordinatorEngineOptions {
  * this object only on the leader (followers forward them before the controller).
  */
 export class CoordinatorEngine implements SyncEngine {
+  /** Worker id → when (this process's monotonic clock) a roster last listed it registered. */
+  private readonly registeredAt = new Map<string, number>();
+
   constructor(private readonly options: CoordinatorEngineOptions) {}
 
   get state(): SyncState {
@@ -69,6 +73,25 @@ export class CoordinatorEngine implements SyncEngine {
     await this.options.clusters.close();
   }
 
+  /**
+   * Workers this coordinator saw registered moments ago and that are not listed now: a command
+   * would miss them (or, all gone, find no worker at all). Retrying is safe: NotReady (503).
+   */
+  private assertNoneReregistering(registrations: readonly { id: string }[]): void {
+    const now = performance.now();
+    for (const r of registrations) this.registeredAt.set(r.id, now);
+    const listed = new Set(registrations.map((r) => r.id));
+    const returning = [...this.registeredAt]
+      .filter(([id, at]) => !listed.has(id) && now - at < REREGISTER_GRACE_MS)
+      .map(([id]) => id);
+    if (returning.length > 0) {
+      throw new ApiError(
+        'NotReady',
+        `worker(s) ${returning.join(', ')} were registered moments ago and have not registered again (Redis restarted empty, or they are restarting); nothing was sent — retry shortly.`,
+      );
+    }
+  }
+
   private async command(
     operation: SyncOperation,
     options: CommandOptions | undefined,
@@ -85,6 +108,7 @@ export class CoordinatorEngine implements SyncEngine {
       );
     }
     const roster = await this.options.board.refresh();
+    this.assertNoneReregistering(roster.registrations);
     const source = request?.source ?? directionOf(roster.reports, 'Source');
     let shards = source === undefined ? undefined : await this.options.clusters.shardIds(source);
     // After a reverse, per-shard workers keep the ids of the shards the sync started from: those
@@ -145,6 +169,13 @@ export class CoordinatorEngine implements SyncEngine {
 }
 
 /** The source cluster's name of a running sync, from a worker's directionMapping. */
+/**
+ * How long a worker that was registered and is listed no more counts as coming back: Redis
+ * restarted empty (its registrations gone, the workers re-register with their next heartbeat),
+ * or the worker is restarting. Meanwhile a command is answered "retry", not WorkersMissing.
+ */
+const REREGISTER_GRACE_MS = 15_000;
+
 function directionOf(
   reports: ReadonlyMap<string, { progress: Progress | null }>,
   role: 'Source' | 'Destination',
