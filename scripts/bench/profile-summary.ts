@@ -26,11 +26,14 @@ export function summariseProfiles(dir: string, top = 12): string[] {
     }
     const byFunction = new Map<string, number>();
     const byFile = new Map<string, number>();
+    const byGroup = new Map<string, number>();
     let total = 0;
     for (const node of nodes) {
       const hits = node.hitCount ?? 0;
       total += hits;
       const { functionName, url, lineNumber } = node.callFrame;
+      const group = groupOf(functionName, url);
+      byGroup.set(group, (byGroup.get(group) ?? 0) + hits);
       const where = url ? `${shorten(url)}:${lineNumber + 1}` : '';
       const key = `${functionName || '(anonymous)'} ${where}`.trim();
       byFunction.set(key, (byFunction.get(key) ?? 0) + hits);
@@ -49,8 +52,33 @@ export function summariseProfiles(dir: string, top = 12): string[] {
       .sort((a, b) => b[1] - a[1])
       .slice(0, Math.ceil(top / 2));
     lines.push(`  by file: ${files.map(([f, h]) => `${f} ${pct(h, total)}`).join(', ')}`);
+    const busy = total - (byGroup.get('idle') ?? 0);
+    const groups = [...byGroup]
+      .filter(([g]) => g !== 'idle')
+      .sort((a, b) => b[1] - a[1])
+      .map(([g, h]) => `${g} ${pct(h, busy)}`);
+    lines.push(`  busy ${pct(busy, total)}, of it: ${groups.join(', ')}`);
   }
   return lines;
+}
+
+/**
+ * Where a sample's self time goes, coarsely: BSON encode/decode, the driver, change application
+ * (engine apply/), the rest of the engine, the adapters, the emulator, GC, Node's own code.
+ */
+export function groupOf(functionName: string, url: string): string {
+  if (functionName === '(idle)') return 'idle';
+  if (functionName === '(garbage collector)') return 'GC';
+  if (functionName === '(program)') return 'program';
+  if (url.includes('node_modules/bson/')) return 'BSON';
+  if (url.includes('node_modules/mongodb/')) return 'driver';
+  if (url.includes('/libs/engine/src/apply/')) return 'engine apply';
+  if (url.includes('/libs/engine/')) return 'engine other';
+  if (url.includes('/libs/mongo-emulator/')) return 'emulator';
+  if (url.includes('/libs/mongo/')) return 'adapters';
+  if (url.includes('node_modules/')) return 'other packages';
+  if (url === '' || url.startsWith('node:')) return 'node/native';
+  return 'app';
 }
 
 function shorten(url: string): string {
