@@ -19,3 +19,4 @@ export * from './checkpoint-tracker';
 export * from './commit-readiness';
 export * from './change-applier';
 export { compareTimestamps } from './timestamps';
+export * from './update-in-memory';

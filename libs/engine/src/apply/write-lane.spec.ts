@@ -334,3 +334,100 @@ describe('WriteLane repeated updates of one document', () => {
     ]);
   });
 });
+
+describe('WriteLane updates onto a pending full document', () => {
+  const replace = (doc: Document): WriteStep => ({
+    kind: 'replace',
+    filter: { _id: doc._id },
+    replacement: doc,
+  });
+  const upd = (_id: unknown, u: Document): WriteStep => ({
+    kind: 'update',
+    filter: { _id },
+    update: u,
+  });
+
+  /** Events of one document pushed in one go (one batch); each its own event. */
+  async function batch(events: Array<{ steps: WriteStep[]; supersedes: boolean }>) {
+    const writer = new FakeWriter();
+    const applied: number[] = [];
+    const errors: unknown[] = [];
+    const lane = new WriteLane({
+      writer,
+      lookup: new FakeLookup(),
+      onApplied: (seqs) => applied.push(...seqs),
+      onError: (e) => errors.push(e),
+      retry: instantRetry(0),
+    });
+    events.forEach((e, seq) => lane.push({ ns, identity: 'd.c\u0000n:1', ...e }, seq));
+    await lane.drain();
+    expect(errors).toEqual([]);
+    return { bulks: writer.bulks.map((b) => b.ops), applied };
+  }
+  const insert = (doc: Document) => ({ steps: [replace(doc)], supersedes: true });
+  const update = (u: Document) => ({ steps: [upd(1, u)], supersedes: false });
+  const keys = (doc: Document): string[] => Object.keys(doc);
+
+  it('insert + update + update: one replace with the final document, field order kept', async () => {
+    const inserted = { _id: 1, a: new Int32(1), f: { l: new Int32(0) } };
+    const { bulks, applied } = await batch([
+      insert(inserted),
+      update({ $set: { a: new Int32(2), 'f.l': new Int32(5) } }),
+      update({ $set: { z: 'new' }, $unset: { a: '' } }),
+    ]);
+    expect(bulks).toEqual([[replace({ _id: 1, f: { l: new Int32(5) }, z: 'new' })]]);
+    const written = (bulks[0][0] as Extract<WriteOp, { kind: 'replace' }>).replacement;
+    expect(keys(written)).toEqual(['_id', 'f', 'z']);
+    expect(applied).toEqual([0, 1, 2]);
+    // The event's document itself is untouched.
+    expect(inserted).toEqual({ _id: 1, a: new Int32(1), f: { l: new Int32(0) } });
+  });
+
+  it('insert + update + delete: only the delete', async () => {
+    const { bulks } = await batch([
+      insert({ _id: 1, a: 1 }),
+      update({ $set: { a: 2 } }),
+      { steps: [{ kind: 'delete', filter: { _id: 1 } }], supersedes: true },
+    ]);
+    expect(bulks).toEqual([[{ kind: 'delete', filter: { _id: 1 } }]]);
+  });
+
+  it('update then replace: only the replace; replace then update: one replace', async () => {
+    const first = await batch([
+      { steps: [upd(1, { $set: { a: 2 } })], supersedes: false },
+      insert({ _id: 1, b: 1 }),
+    ]);
+    expect(first.bulks).toEqual([[replace({ _id: 1, b: 1 })]]);
+    const second = await batch([insert({ _id: 1, b: 1 }), update({ $set: { b: 2 } })]);
+    expect(second.bulks).toEqual([[replace({ _id: 1, b: 2 })]]);
+  });
+
+  it('an update it cannot reproduce stays an operation, and so does every update after it', async () => {
+    const arrayElement = upd(1, { $set: { 'arr.0': 9 } });
+    const truncation = upd(1, { $push: { arr: { $each: [], $slice: 1 } } });
+    const later = upd(1, { $set: { c: 3 } });
+    const { bulks } = await batch([
+      insert({ _id: 1, arr: [1, 2], c: 0 }),
+      update({ $set: { c: 1 } }),
+      { steps: [truncation, arrayElement], supersedes: false },
+      { steps: [later], supersedes: false },
+    ]);
+    expect(bulks).toEqual([
+      [replace({ _id: 1, arr: [1, 2], c: 1 })],
+      [truncation],
+      [arrayElement],
+      [later],
+    ]);
+  });
+
+  it('a dotted path through a scalar and an update of another key stay operations', async () => {
+    const throughScalar = upd(1, { $set: { 'c.d': 1 } });
+    const otherKey = upd(2, { $set: { c: 1 } });
+    const { bulks } = await batch([
+      insert({ _id: 1, c: 0 }),
+      { steps: [throughScalar], supersedes: false },
+      { steps: [otherKey], supersedes: false },
+    ]);
+    expect(bulks).toEqual([[replace({ _id: 1, c: 0 })], [throughScalar], [otherKey]]);
+  });
+});

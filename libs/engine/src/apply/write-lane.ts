@@ -6,6 +6,7 @@ import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/tra
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 import type { AppliedWrites } from './change-applier';
+import { applyUpdateInMemory } from './update-in-memory';
 
 export interface WriteLaneDeps {
   writer: ChangeWriter;
@@ -52,7 +53,10 @@ interface PendingDoc {
  * determines the document (replace, delete, lookup) drops the pending steps before it: only
  * the last state matters, and the document is written once. An update that sets and unsets
  * exactly the paths of the document's last pending update replaces it (see
- * overwritesLastUpdate). The batch is sent in rounds —
+ * overwritesLastUpdate); updates after a pending insert or replace are applied onto its full
+ * document in memory where MongoDB's result can be reproduced exactly, so an inserted document
+ * updated in the same batch is written once (see updatesOntoPendingDocument). The batch is sent
+ * in rounds —
  * round r holds step r of every document — as one unordered bulk per namespace, so a bulk
  * never holds two writes of the same document and a document's steps keep their order.
  */
@@ -102,7 +106,7 @@ export class WriteLane {
     } else if (overwritesLastUpdate(entry.steps, write.steps)) {
       entry.steps[entry.steps.length - 1] = write.steps[0];
     } else {
-      entry.steps.push(...write.steps);
+      entry.steps.push(...updatesOntoPendingDocument(entry.steps, write.steps));
     }
     this.seqs.push(seq);
     if (!this.running) {
@@ -509,6 +513,7 @@ function hasShardKeyFilter(step: WriteStep): boolean {
  * The counters, status fields and probes that make up most repeated updates collapse so, and a
  * document updated k times in a batch costs one round trip instead of k.
  */
+
 function overwritesLastUpdate(pending: WriteStep[], next: WriteStep[]): boolean {
   const last = pending[pending.length - 1];
   const step = next[0];
@@ -530,4 +535,32 @@ function samePaths(a: Document | undefined, b: Document | undefined): boolean {
   if (left.length !== right.length) return false;
   const set = new Set(left);
   return right.every((path) => set.has(path));
+}
+
+/**
+ * Updates that follow a pending full document (the replacement of an insert or replace event:
+ * the source's exact state before them) are applied onto it in memory where the result is
+ * exactly the destination's (applyUpdateInMemory: `$set`/`$unset` through embedded documents,
+ * MongoDB's field order); the document is then written once, in its final state, instead of a
+ * replace and one round of updates after it. Returns the steps still to append: from the first
+ * update that cannot be reproduced on, in order (the pending replacement holds the state
+ * before it). Only for a lone worker's lane (a per-shard worker's steps stay as they are).
+ */
+function updatesOntoPendingDocument(pending: WriteStep[], next: WriteStep[]): WriteStep[] {
+  const last = pending[pending.length - 1];
+  if (last?.kind !== 'replace') return next;
+  let replacement = last.replacement;
+  let k = 0;
+  let filterBytes: Uint8Array | undefined;
+  for (; k < next.length; k++) {
+    const step = next[k];
+    if (step.kind !== 'update') break;
+    filterBytes ??= BSON.serialize(last.filter);
+    if (Buffer.compare(BSON.serialize(step.filter), filterBytes) !== 0) break;
+    const applied = applyUpdateInMemory(replacement, step.update);
+    if (!applied) break;
+    replacement = applied;
+  }
+  if (k > 0) pending[pending.length - 1] = { ...last, replacement };
+  return k === 0 ? next : next.slice(k);
 }
