@@ -36,7 +36,8 @@ export class MongoCoordinationStore implements CoordinationStore {
   }
 
   private collection(
-    name: 'coordination' | 'barriers' | 'workers' | 'jobs' | 'partitions' | 'resumeData',
+    name:
+      'coordination' | 'barriers' | 'workers' | 'jobs' | 'partitions' | 'catalog' | 'resumeData',
   ): Collection<Document> {
     return this.client.db(INTERNAL_DATABASE).collection(name);
   }
@@ -125,6 +126,7 @@ export class MongoCoordinationStore implements CoordinationStore {
     const shared = { $max: { [`claimEpochs.${worker}`]: epoch } };
     await this.collection('jobs').updateOne({ _id: worker as never }, stamp);
     await this.collection('partitions').updateMany({ syncID: worker }, stamp);
+    await this.collection('catalog').updateMany({ syncID: worker }, stamp);
     await this.collection('resumeData').updateMany(
       { _id: { $regex: `^changeEvents:${escapeRegex(worker)}\\|` } as never },
       stamp,

@@ -27,6 +27,14 @@ import { EXACT_BSON, toNumber } from './exact-bson';
  */
 export class MongoJobStore implements JobStore {
   private readonly fencing: Fencing;
+  /**
+   * The catalog as this store last wrote or read it: namespace key → its record's BSON and its
+   * place in the catalog's order. Null before the first load or save (nothing known).
+   */
+  private written: Map<string, { bytes: Buffer; pos: number }> | null = null;
+  private catalogVersion = 0;
+  /** A save wrote catalog records and has not switched to them (it failed, or is under way). */
+  private unswitched = false;
 
   constructor(
     private readonly client: MongoClient,
@@ -36,14 +44,23 @@ export class MongoJobStore implements JobStore {
     this.fencing = new Fencing(guard);
   }
 
-  private collection(name: 'jobs' | 'partitions'): Collection<Document> {
+  private collection(name: 'jobs' | 'partitions' | 'catalog'): Collection<Document> {
     return this.client.db(INTERNAL_DATABASE).collection(name);
   }
 
   async load(): Promise<PersistedJob | null> {
     const raw = await this.collection('jobs').findOne({ _id: this.syncID as never }, EXACT_BSON);
     if (!raw) return null;
+    const stored = raw.catalog as Document | undefined;
     const job = normaliseJob(raw);
+    if (!stored) {
+      // Written by an older version (the catalog inside the job document): the next save
+      // writes it as records.
+      this.written = null;
+      this.catalogVersion = 0;
+    } else {
+      job.namespaces = await this.loadCatalog(toNumber(stored.version ?? 0));
+    }
     const all = await this.collection('partitions')
       .find({ syncID: this.syncID }, EXACT_BSON)
       .sort({ key: 1, set: 1, index: 1 })
@@ -72,17 +89,159 @@ export class MongoJobStore implements JobStore {
     return { job, partitions };
   }
 
+  /**
+   * The catalog of version `version`: for each namespace key its newest record at or below it
+   * (a tombstone: removed). Records above it were written by a save that crashed before its
+   * switch, and older ones are superseded: both are deleted.
+   */
+  private async loadCatalog(version: number): Promise<NamespaceRecord[]> {
+    const docs = await this.collection('catalog')
+      .find({ syncID: this.syncID }, EXACT_BSON)
+      .sort({ key: 1, version: -1 })
+      .toArray();
+    const current: Array<{ record: Document; pos: number }> = [];
+    const garbage: unknown[] = [];
+    const written = new Map<string, { bytes: Buffer; pos: number }>();
+    let last: string | null = null;
+    for (const doc of docs) {
+      const v = toNumber(doc.version);
+      if (v > version || doc.key === last) {
+        garbage.push(doc._id);
+        continue;
+      }
+      last = doc.key as string;
+      if (doc.deleted) continue;
+      current.push({ record: doc.record as Document, pos: toNumber(doc.pos) });
+    }
+    current.sort((a, b) => a.pos - b.pos);
+    const namespaces = normaliseNamespaces(current.map((c) => c.record));
+    namespaces.forEach((n, i) =>
+      written.set(n.key, { bytes: recordBytes(n), pos: current[i]!.pos }),
+    );
+    this.written = written;
+    this.catalogVersion = version;
+    if (garbage.length > 0) {
+      const epoch = this.fencing.check();
+      await this.collection('catalog').deleteMany({
+        _id: { $in: garbage as never[] },
+        ...this.fencing.filter(epoch),
+      });
+    }
+    return namespaces;
+  }
+
+  /**
+   * The job document without its catalog, and the catalog as records (`catalog` collection,
+   * one document per namespace and version), so every job write costs the same whatever the
+   * namespace count: only the records that changed since the last load or save are written,
+   * under the next catalog version, and the job document's write switches to that version
+   * (one atomic write: a crash before it leaves the previous catalog in force).
+   */
   async saveJob(job: JobRecord): Promise<void> {
     const epoch = this.fencing.check();
-    try {
-      await this.collection('jobs').replaceOne(
-        { _id: job._id as never, ...this.fencing.filter(epoch) },
-        this.stamped(job as unknown as Document, epoch),
-        { upsert: true },
+    const { namespaces, ...rest } = job;
+    if (this.written === null) await this.learnCatalog(job._id, epoch);
+    else if (this.unswitched) {
+      // An earlier save wrote records and failed before its switch: they must not show through.
+      await this.collection('catalog').deleteMany({
+        syncID: this.syncID,
+        version: { $gt: this.catalogVersion },
+        ...this.fencing.filter(epoch),
+      });
+    }
+    this.unswitched = true;
+    const before = this.written!;
+    const after = new Map<string, { bytes: Buffer; pos: number }>();
+    let nextPos = Math.max(-1, ...[...before.values()].map((w) => w.pos)) + 1;
+    const changed: Document[] = [];
+    for (const record of namespaces) {
+      const bytes = recordBytes(record);
+      const known = before.get(record.key);
+      const pos = known?.pos ?? nextPos++;
+      after.set(record.key, { bytes, pos });
+      if (!known || !known.bytes.equals(bytes)) changed.push({ key: record.key, pos, record });
+    }
+    const removed = [...before.keys()].filter((key) => !after.has(key));
+    const version =
+      changed.length > 0 || removed.length > 0 ? this.catalogVersion + 1 : this.catalogVersion;
+    const writes = [
+      ...changed.map((c) => ({ key: c.key as string, doc: { pos: c.pos, record: c.record } })),
+      ...removed.map((key) => ({ key, doc: { deleted: true } })),
+    ];
+    for (let i = 0; i < writes.length; i += 1000) {
+      await this.write('writing the catalog', epoch, () =>
+        this.collection('catalog').bulkWrite(
+          writes.slice(i, i + 1000).map(({ key, doc }) => {
+            const _id = `${this.syncID}|${key}|${version}`;
+            return {
+              replaceOne: {
+                filter: { _id: _id as never, ...this.fencing.filter(epoch) },
+                replacement: this.stamped(
+                  { _id, syncID: this.syncID, key, version, ...doc },
+                  epoch,
+                ),
+                upsert: true,
+              },
+            };
+          }),
+          { ordered: false },
+        ),
       );
+    }
+    await this.write('saving the job document', epoch, () =>
+      this.collection('jobs').replaceOne(
+        { _id: job._id as never, ...this.fencing.filter(epoch) },
+        this.stamped({ ...(rest as unknown as Document), catalog: { version } }, epoch),
+        { upsert: true },
+      ),
+    );
+    this.written = after;
+    this.catalogVersion = version;
+    this.unswitched = false;
+    if (writes.length > 0) {
+      // Switched: the records these replaced are no longer visible to anyone.
+      await this.collection('catalog')
+        .deleteMany({
+          syncID: this.syncID,
+          key: { $in: writes.map((w) => w.key) },
+          version: { $lt: version },
+          ...this.fencing.filter(epoch),
+        })
+        .catch(() => undefined);
+    }
+  }
+
+  /**
+   * Before the first save of a job this store has not read: what the stored catalog is. With a
+   * job document in the new format, its catalog is read (only the changes are written then);
+   * with an older-format one there are no records yet; with none at all (a new start, a
+   * reverse's move) no job refers to any record of this sync id, so all are deleted.
+   */
+  private async learnCatalog(id: string, epoch: number | undefined): Promise<void> {
+    const existing = await this.collection('jobs').findOne(
+      { _id: id as never },
+      { projection: { catalog: 1 } },
+    );
+    if (existing?.catalog) {
+      await this.loadCatalog(toNumber((existing.catalog as Document | undefined)?.version ?? 0));
+      return;
+    }
+    if (!existing) {
+      await this.collection('catalog').deleteMany({
+        syncID: this.syncID,
+        ...this.fencing.filter(epoch),
+      });
+    }
+    this.written = new Map();
+    this.catalogVersion = 0;
+  }
+
+  /** One fenced write: a duplicate key on the fenced upsert means a newer epoch holds it. */
+  private async write(what: string, epoch: number | undefined, run: () => Promise<unknown>) {
+    try {
+      await run();
     } catch (error) {
-      if (epoch !== undefined && isDuplicateKey(error))
-        throw this.fencing.refused('saving the job document');
+      if (epoch !== undefined && isDuplicateKey(error)) throw this.fencing.refused(what);
       throw error;
     }
   }
@@ -138,6 +297,12 @@ export class MongoJobStore implements JobStore {
       syncID: this.syncID,
       ...this.fencing.filter(epoch),
     });
+    await this.collection('catalog').deleteMany({
+      syncID: this.syncID,
+      ...this.fencing.filter(epoch),
+    });
+    this.written = null;
+    this.catalogVersion = 0;
   }
 
   /** The document as written: with the writer's claim epoch when it holds a claim. */
@@ -146,8 +311,14 @@ export class MongoJobStore implements JobStore {
   }
 }
 
+/** A catalog record's bytes: what tells a changed record from an unchanged one. */
+function recordBytes(record: NamespaceRecord): Buffer {
+  return Buffer.from(BSON.serialize(record as unknown as Document));
+}
+
 function normaliseJob(raw: Document): JobRecord {
   delete raw[CLAIM_EPOCH];
+  delete raw.catalog;
   const job = raw as unknown as JobRecord;
   job.request = normaliseRequest(raw.request as Document);
   job.estimatedTotalBytes = toNumber(raw.estimatedTotalBytes);

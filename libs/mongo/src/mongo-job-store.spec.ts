@@ -1,0 +1,172 @@
+import { startReplicaSet } from '@sync/mongo-emulator';
+import {
+  INTERNAL_DATABASE,
+  type ClaimGuard,
+  type JobRecord,
+  type NamespaceRecord,
+} from '@sync/engine';
+import { Int32, Long, Timestamp } from 'bson';
+import { MongoClient } from 'mongodb';
+import { MongoCoordinationStore } from './mongo-coordination-store';
+import { MongoJobStore } from './mongo-job-store';
+
+type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
+
+const believes = (epoch: number): ClaimGuard => ({
+  worker: 'w',
+  epoch: () => epoch,
+  assertHeld: () => undefined,
+  lost: null,
+  lose: () => undefined,
+});
+
+const ns = (i: number, extra: Partial<NamespaceRecord> = {}): NamespaceRecord =>
+  ({
+    key: `uuid-${String(i).padStart(5, '0')}`,
+    database: 'app',
+    collection: `c${i}`,
+    type: 'collection',
+    options: {},
+    indexes: [{ v: new Int32(2), key: { _id: new Int32(1) }, name: '_id_' }],
+    relaxedIndexes: [],
+    listedAt: new Timestamp({ t: 1, i }),
+    copy: 'pending',
+    estimatedBytes: 100 * i,
+    estimatedCount: i,
+    ...extra,
+  }) as unknown as NamespaceRecord;
+
+const job = (namespaces: NamespaceRecord[], note = 'n'): JobRecord =>
+  ({
+    _id: 'w',
+    state: 'RUNNING',
+    phase: 'copying',
+    note,
+    namespaces,
+    request: { source: 'cluster0', destination: 'cluster1' },
+    estimatedTotalBytes: 0,
+    nextPartitionSet: 1,
+    reversals: 0,
+  }) as unknown as JobRecord;
+
+/**
+ * The catalog as records (issue: 100,000 namespaces): the job document no longer carries the
+ * catalog; each save writes only the namespace records that changed, under the next catalog
+ * version, and the job document's write switches to it. Read back exactly (order, BSON types),
+ * removals hidden, and what a save that failed before its switch wrote never shows through.
+ */
+describe('MongoJobStore: the catalog as versioned records', () => {
+  let cluster: Cluster;
+  let client: MongoClient;
+  const catalog = () => client.db(INTERNAL_DATABASE).collection('catalog');
+  const jobDoc = () =>
+    client
+      .db(INTERNAL_DATABASE)
+      .collection('jobs')
+      .findOne({ _id: 'w' as never });
+
+  beforeAll(async () => {
+    cluster = await startReplicaSet();
+    client = await new MongoClient(cluster.uri).connect();
+  });
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+  beforeEach(async () => {
+    await client.db(INTERNAL_DATABASE).dropDatabase();
+  });
+
+  it('writes only what changed; the job document stays small; reads back exactly', async () => {
+    const store = new MongoJobStore(client, 'w');
+    const namespaces = Array.from({ length: 2_000 }, (_, i) => ns(i));
+    await store.saveJob(job(namespaces));
+    expect(await catalog().countDocuments({ version: 1 })).toBe(2_000);
+    const doc = await jobDoc();
+    expect(doc).not.toHaveProperty('namespaces');
+    expect(doc?.catalog).toEqual({ version: 1 });
+
+    // One namespace changes, one is added, one removed: three records, one switch.
+    const next = namespaces.slice(1).map((n) => ({ ...n }));
+    next[10] = { ...next[10]!, copy: 'done', estimatedBytes: new Long(5) as never };
+    next.push(ns(9_999));
+    await store.saveJob(job(next, 'second'));
+    expect(await catalog().countDocuments({ version: 2 })).toBe(3);
+    // The replaced records are gone; 2,000 records in all (1,998 + 1 changed + 1 new, and a
+    // tombstone hiding the removed one).
+    expect(await catalog().countDocuments({})).toBe(2_001);
+    // A save that changes no namespace writes no record.
+    await store.saveJob(job(next, 'third'));
+    expect(await catalog().countDocuments({ version: 3 })).toBe(0);
+    expect((await jobDoc())?.catalog).toEqual({ version: 2 });
+
+    const loaded = await new MongoJobStore(client, 'w').load();
+    expect((loaded?.job as unknown as { note: string }).note).toBe('third');
+    expect(loaded?.job.namespaces.map((n) => n.key)).toEqual(next.map((n) => n.key));
+    expect(loaded?.job.namespaces[10]).toMatchObject({ copy: 'done', estimatedBytes: 5 });
+    // Exact BSON: the index spec's Int32 stays Int32.
+    expect(loaded?.job.namespaces[0]!.indexes[0]!.v).toBeInstanceOf(Int32);
+  });
+
+  it('a save that fails before its switch leaves the previous catalog in force', async () => {
+    const store = new MongoJobStore(client, 'w', believes(1));
+    const first = [ns(1), ns(2), ns(3)];
+    await store.saveJob(job(first));
+    // A newer holder fences the older one off: its next save writes records (new _ids pass
+    // the fence) but its job document switch is refused.
+    await new MongoCoordinationStore(client).fence('w', 2);
+    const zombie = [ns(1, { copy: 'done' }), ns(3), ns(4)];
+    await expect(store.saveJob(job(zombie, 'zombie'))).rejects.toMatchObject({
+      error: 'ShardClaimLost',
+    });
+    expect(await catalog().countDocuments({ version: 2 })).toBeGreaterThan(0);
+
+    const successor = new MongoJobStore(client, 'w', believes(2));
+    const loaded = await successor.load();
+    expect((loaded?.job as unknown as { note: string }).note).toBe('n');
+    expect(loaded?.job.namespaces.map((n) => [n.key, n.copy])).toEqual(
+      first.map((n) => [n.key, 'pending']),
+    );
+    // The unswitched records were removed on the way.
+    expect(await catalog().countDocuments({ version: 2 })).toBe(0);
+    // And the successor's own saves go on from the catalog in force.
+    await successor.saveJob(job([...loaded!.job.namespaces, ns(5)], 'successor'));
+    const again = await new MongoJobStore(client, 'w').load();
+    expect(again?.job.namespaces.map((n) => n.key)).toEqual([1, 2, 3, 5].map((i) => ns(i).key));
+  });
+
+  it('reads a job document of the older format (catalog inside) and rewrites it as records', async () => {
+    const legacy = { ...job([ns(1), ns(2)], 'legacy') } as unknown as Record<string, unknown>;
+    await client
+      .db(INTERNAL_DATABASE)
+      .collection('jobs')
+      .insertOne(legacy as never);
+    const store = new MongoJobStore(client, 'w');
+    const loaded = await store.load();
+    expect(loaded?.job.namespaces.map((n) => n.key)).toEqual([ns(1).key, ns(2).key]);
+    await store.saveJob(loaded!.job);
+    expect(await jobDoc()).not.toHaveProperty('namespaces');
+    expect(await catalog().countDocuments({})).toBe(2);
+    const reread = await new MongoJobStore(client, 'w').load();
+    expect(reread?.job.namespaces.map((n) => n.key)).toEqual([ns(1).key, ns(2).key]);
+  });
+
+  it('deleteJob removes the catalog; a new job under the same id starts clean', async () => {
+    const store = new MongoJobStore(client, 'w');
+    await store.saveJob(job([ns(1), ns(2)]));
+    await store.deleteJob();
+    expect(await catalog().countDocuments({})).toBe(0);
+    // Stray records of a crashed earlier job, and a fresh store: none may show through.
+    await catalog().insertOne({
+      _id: 'w|uuid-00007|1',
+      syncID: 'w',
+      key: 'uuid-00007',
+      version: 1,
+      pos: 0,
+      record: ns(7),
+    } as never);
+    await new MongoJobStore(client, 'w').saveJob(job([ns(3)]));
+    const loaded = await new MongoJobStore(client, 'w').load();
+    expect(loaded?.job.namespaces.map((n) => n.key)).toEqual([ns(3).key]);
+  });
+});
