@@ -193,7 +193,15 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     if (options.skipChanges) change = { skipped: '--skip-changes' };
     else {
       const base = 'skipped' in changeLimit ? write.docsPerSec : changeLimit.opsPerSec;
-      change = await changePhase(options, spec, sourceClient, destinationClient, copy1, base);
+      change = await changePhase(
+        options,
+        spec,
+        sourceClient,
+        destinationClient,
+        copy1,
+        base,
+        source.firstLine.uri,
+      );
     }
     let changeTransactional: BenchResult['changeTransactional'] = {
       skipped: options.skipChanges ? '--skip-changes' : '--skip-transactions',
@@ -206,7 +214,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         destinationClient,
         copy1.worker.api,
         spec,
-        { ...changeOptions(options, base, false), transactional: true },
+        { ...changeOptions(options, base, false, source.firstLine.uri), transactional: true },
       ).catch((error: unknown) => ({
         skipped: `failed: ${error instanceof Error ? error.message : String(error)}`,
       }));
@@ -235,7 +243,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         {
           profileDir,
           timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
-          change: changeOptions(options, base, options.skipChanges),
+          change: changeOptions(options, base, options.skipChanges, source.firstLine.uri),
           log,
         },
       ).catch((error: unknown) => ({
@@ -442,6 +450,7 @@ async function changePhase(
   copy: CopyRun,
   /** The rate the load's steps are fractions of (the honest limit, else the raw insert rate). */
   base: number,
+  sourceUri: string,
 ): Promise<BenchResult['change']> {
   log('(d) change application at rising rates…');
   const api = copy.worker.api;
@@ -474,13 +483,15 @@ async function changePhase(
     destination,
     api,
     spec,
-    changeOptions(options, base, false),
+    changeOptions(options, base, false, sourceUri),
   );
   return { ...result, peakRssMB: round(memoryOf(copy.worker.started.child)?.hwmMB ?? 0) };
 }
 
-function changeOptions(options: BenchOptions, base: number, skip: boolean) {
+function changeOptions(options: BenchOptions, base: number, skip: boolean, sourceUri: string) {
   return {
+    loadWriters: options.loadWriters,
+    sourceUri,
     rates: skip ? [] : options.rateFactors.map((f) => Math.max(20, Math.round(f * base))),
     windowSeconds: options.windowSeconds,
     drainSeconds: options.drainSeconds,

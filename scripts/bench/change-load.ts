@@ -1,5 +1,8 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Long, type MongoClient } from 'mongodb';
 import { LOAD_ID_BASE, MixPlanner } from './change-mix';
+import type { WriterDone, WriterInit, WriterIssue } from './load-writer';
 import { collectionName, type DatasetSpec } from './dataset';
 import { sleep } from './processes';
 import { progress } from './worker-copy';
@@ -10,6 +13,9 @@ export const PROBE_DB = 'bench_probe';
 const TICK_MS = 100;
 const PROBE_MS = 100;
 const MAX_TICKS_IN_FLIGHT = 4;
+const LOAD_WRITER = resolve(__dirname, 'load-writer.js');
+/** `_id` range of each writer process's inserts (LOAD_ID_BASE + k × this). */
+const WRITER_ID_SPAN = 10_000_000_000;
 
 export interface StepResult {
   targetOpsPerSec: number;
@@ -49,6 +55,13 @@ export interface ChangeOptions {
   drainSeconds: number;
   lagLimitSeconds: number;
   log: (line: string) => void;
+  /**
+   * Writer processes of the load (each its own connection and share of the mix; default 1:
+   * the bench process writes it itself). Needs `sourceUri`; the transactional mix always
+   * writes from the bench process (one transaction per tick over every collection).
+   */
+  loadWriters?: number;
+  sourceUri?: string;
 }
 
 /**
@@ -69,7 +82,14 @@ export async function measureChangeApplication(
   spec: DatasetSpec,
   options: ChangeOptions,
 ): Promise<ChangeResult> {
-  const load = new LoadGenerator(source, spec, options.transactional === true);
+  const writers =
+    options.transactional !== true && options.sourceUri !== undefined
+      ? Math.max(1, options.loadWriters ?? 1)
+      : 1;
+  const load =
+    writers > 1
+      ? await WriterPool.start(options.sourceUri!, spec, writers)
+      : new LoadGenerator(source, spec, options.transactional === true);
   const probe = new LagProbe(source, destination);
   await probe.init();
   const steps: StepResult[] = [];
@@ -97,6 +117,7 @@ export async function measureChangeApplication(
     }
   } finally {
     probe.close();
+    load.close();
   }
   const held = steps.filter((s) => s.held).map((s) => s.achievedOpsPerSec);
   return {
@@ -117,8 +138,15 @@ export async function removeLoadDocuments(source: MongoClient, spec: DatasetSpec
   await source.db(PROBE_DB).dropDatabase();
 }
 
+/** Writes `count` operations of the mix and resolves when they are acknowledged. */
+interface Load {
+  readonly counts: { inserts: number; updates: number; deletes: number };
+  issue(count: number): Promise<void>;
+  close(): void;
+}
+
 async function runStep(
-  load: LoadGenerator,
+  load: Load,
   probe: LagProbe,
   api: string | null,
   target: number,
@@ -190,7 +218,7 @@ async function runStep(
  * transactional mix, all of a call's writes (every 100 ms: tens to hundreds of operations over
  * every collection) in one multi-document transaction.
  */
-class LoadGenerator {
+class LoadGenerator implements Load {
   readonly counts = { inserts: 0, updates: 0, deletes: 0 };
   private readonly planner: MixPlanner;
 
@@ -226,6 +254,85 @@ class LoadGenerator {
       this.counts.inserts += b.inserts;
       this.counts.updates += b.updates;
       this.counts.deletes += b.deletes;
+    }
+  }
+
+  close(): void {}
+}
+
+/**
+ * The mix written by several processes (load-writer.ts), each with its own connection, its own
+ * planner (seed and `_id` range) and its share of every call: the load's ceiling is then no
+ * longer one process's CPU and one client's pool (on a machine with spare cores).
+ */
+class WriterPool implements Load {
+  readonly counts = { inserts: 0, updates: 0, deletes: 0 };
+  private nextTag = 0;
+  private readonly waiting = new Map<number, { resolve(): void; reject(e: Error): void }>();
+
+  private constructor(private readonly writers: ChildProcess[]) {
+    for (const w of writers) {
+      w.on('message', (message: WriterDone | { ready: true }) => {
+        if (!('tag' in message)) return;
+        const waiter = this.waiting.get(message.tag);
+        this.waiting.delete(message.tag);
+        if (message.error !== undefined) {
+          waiter?.reject(new Error(`load writer: ${message.error}`));
+          return;
+        }
+        this.counts.inserts += message.inserts ?? 0;
+        this.counts.updates += message.updates ?? 0;
+        this.counts.deletes += message.deletes ?? 0;
+        waiter?.resolve();
+      });
+    }
+  }
+
+  static async start(uri: string, spec: DatasetSpec, n: number): Promise<WriterPool> {
+    const writers = Array.from({ length: n }, () =>
+      fork(LOAD_WRITER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    );
+    await Promise.all(
+      writers.map(
+        (w, k) =>
+          new Promise<void>((ready, fail) => {
+            w.once('error', fail);
+            w.once('exit', (code) => fail(new Error(`load writer exited with ${code}`)));
+            w.on('message', (m: { ready?: boolean }) => {
+              if (m.ready) ready();
+            });
+            const init: WriterInit = {
+              init: { uri, spec, seed: 1_000 + k, idBase: LOAD_ID_BASE + k * WRITER_ID_SPAN },
+            };
+            w.send(init);
+          }),
+      ),
+    );
+    return new WriterPool(writers);
+  }
+
+  async issue(count: number): Promise<void> {
+    const n = this.writers.length;
+    const parts: Array<Promise<void>> = [];
+    for (let k = 0; k < n; k++) {
+      const share = Math.floor(count / n) + (k < count % n ? 1 : 0);
+      if (share === 0) continue;
+      const tag = this.nextTag++;
+      parts.push(
+        new Promise<void>((resolve, reject) => {
+          this.waiting.set(tag, { resolve, reject });
+          const message: WriterIssue = { issue: share, tag };
+          this.writers[k].send(message);
+        }),
+      );
+    }
+    await Promise.all(parts);
+  }
+
+  close(): void {
+    for (const w of this.writers) {
+      w.removeAllListeners('exit');
+      w.disconnect();
     }
   }
 }

@@ -35,6 +35,8 @@ export interface BenchOptions {
   verification: boolean;
   /** --verification was given (the --sharded run defaults to off). */
   verificationGiven: boolean;
+  /** Processes writing the change load (d)/(i) (each its own connection). */
+  loadWriters: number;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -46,6 +48,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --window S              change-load window per rate step, seconds (default 30; quick 5)
   --lag-limit S           lag p99 a step must keep (default 2)
   --rates F,F,...         change-load rates as fractions of the raw write rate
+  --load-writers N        processes writing the change load, each with its own connection
+                          (default 1: the bench process writes it itself; more only help
+                          where cores are spare — the source takes every write either way)
   --skip-changes          skip (d)
   --skip-scaling          skip (f)
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
@@ -89,6 +94,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     cutoverOnly: false,
     verification: true,
     verificationGiven: false,
+    loadWriters: 1,
   };
   let documentsGiven = false;
   let collectionsGiven = false;
@@ -132,6 +138,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--rates':
         o.rateFactors = value().split(',').map(positive);
+        break;
+      case '--load-writers':
+        o.loadWriters = Math.floor(positive(value()));
         break;
       case '--skip-changes':
         o.skipChanges = true;
