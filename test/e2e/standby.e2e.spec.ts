@@ -225,6 +225,23 @@ describeOn('shardedClusters')('standby workers take a killed shard worker over i
     await expectStandbyApi(first.standby.app, 'RUNNING');
     await killActive(shardIds[0]!, 'copy');
 
+    // A plain duplicate (same --id, no --standby) is still refused, and told about --standby.
+    const duplicate = await startCoordinatedWorker(
+      source.uriFor(SYNCER),
+      destination.uriFor(SYNCER),
+      redis.url,
+      shardIds[1]!,
+    );
+    const deadline = Date.now() + 30_000;
+    let answer = await duplicate.api.progressResult();
+    while (answer.body.error !== 'DuplicateShardWorker' && Date.now() < deadline) {
+      await sleep(200);
+      answer = await duplicate.api.progressResult();
+    }
+    expect(answer).toMatchObject({ status: 409, body: { error: 'DuplicateShardWorker' } });
+    expect(answer.body.errorDescription).toMatch(/--standby/);
+    await duplicate.process.stop();
+
     // 2. During change application: shard 1's active worker.
     const second = members.get(shardIds[1]!)!;
     await second.active.app.api.waitFor(
