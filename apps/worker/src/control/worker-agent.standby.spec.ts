@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { IDLE_PROGRESS } from '@sync/contracts';
+import { ApiError, IDLE_PROGRESS } from '@sync/contracts';
 import type { SyncEngine } from '@sync/engine';
 import { JsonLogger, readLiveness, type RoleRegistration } from '@sync/service';
 import Redis from 'ioredis';
@@ -59,11 +59,11 @@ describeWithRedis('WorkerAgent of a standby (--standby) in the registry', () => 
     server.kill('SIGKILL');
   });
 
-  const agentOf = (standby: boolean, instance: string) => {
+  const agentOf = (standby: boolean, instance: string, shard = 'shardA') => {
     const agent = new WorkerAgent({
       redisUrl: url,
-      workerId: 'shardA',
-      shardId: 'shardA',
+      workerId: shard,
+      shardId: shard,
       logger: new JsonLogger('ERROR', []),
       instance,
       standby,
@@ -110,5 +110,22 @@ describeWithRedis('WorkerAgent of a standby (--standby) in the registry', () => 
     expect(live.registrations.map((r) => r.id)).toEqual(['shardA']);
     expect(live.registrations[0]).toMatchObject({ role: 'active', instance: 'i-standby' });
     expect(await redis.get('cluster-sync:report:shardA~standby~i-standby')).toBeNull();
+  });
+
+  it("a process that is not the shard's live worker (its claim lost) stops beating under the shard id", async () => {
+    const zombie = agentOf(false, 'i-zombie', 'shardB');
+    zombie.attach({
+      ...engine(),
+      progress: () => {
+        throw new ApiError('ShardClaimLost', 'taken over');
+      },
+    });
+    for (let i = 0; i < 20; i++) {
+      await zombie.heartbeat();
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(zombie.consumes).toBe(false);
+    const live = await readLiveness(redis, 60_000);
+    expect(live.registrations.map((r) => r.id)).not.toContain('shardB');
   });
 });

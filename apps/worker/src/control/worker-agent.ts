@@ -95,7 +95,7 @@ export class WorkerAgent {
     if (!this.consuming) return;
     this.consuming = false;
     this.options.logger.warn(
-      "this process is not its shard's live worker; it stops taking the shard's commands",
+      "this process is not its shard's live worker; it stops taking the shard's commands and beating under its id",
       { reason },
     );
     this.stopConsumer?.();
@@ -160,6 +160,10 @@ export class WorkerAgent {
       const notLive = this.processor.notLiveReason();
       if (notLive) this.stopConsuming(notLive);
     }
+    // Not the shard's live worker (a duplicate --id, or its claim lost — say to a standby that
+    // took the shard over): it no longer beats under the shard id, which the live worker uses;
+    // its own API still answers why.
+    if (!this.consuming) return;
     if (this.closed || this.redis.status !== 'ready') return;
     const registration: RoleRegistration = {
       id: this.registryId,
