@@ -480,3 +480,53 @@ export async function waitUntil(
     await sleep(100);
   }
 }
+
+/** startShardedClusterWithRouters: the routers of the cluster, one by one. */
+export interface MultiRouterShardedCluster extends ShardedCluster {
+  /** Connection string of router `index` alone (`uriFor` names them all), for `user`. */
+  routerUriFor(index: number, user?: User): string;
+}
+
+/**
+ * startShardedCluster with `routers` mongos routers (`--mongos`): `uri` and `uriFor` name them
+ * all (`mongodb://h1,h2/`), so a driver spreads its operations over them and pins each
+ * transaction to one; `routerUriFor` names one. On real clusters: the configured sharded
+ * cluster, as startShardedCluster (whatever routers its connection string names).
+ */
+export async function startShardedClusterWithRouters(
+  name: string,
+  shards: number,
+  auth: boolean,
+  routers: number,
+): Promise<MultiRouterShardedCluster> {
+  if (onRealClusters()) {
+    const cluster = await startShardedCluster(name, shards, auth);
+    return { ...cluster, routerUriFor: (_index, user) => cluster.uriFor(user) };
+  }
+  const args = [EMULATOR, '--topology', 'sharded', '--shards', String(shards)];
+  args.push('--mongos', String(routers), '--name', name, '--port', '0');
+  for (const user of auth ? AUTH_USERS : []) args.push('--user', user);
+  const emulator = spawnProcess('node', args);
+  const line = await emulator.waitForJsonLine(
+    (record) => typeof record.uri === 'string' && Array.isArray(record.shards),
+  );
+  const uri = line.uri as string;
+  // `mongodb://h1,h2/`: a URL parser takes one host only.
+  const match = /^mongodb:\/\/([^/?@]+)\/?$/.exec(uri);
+  if (!match) throw new Error(`unexpected router connection string ${uri}`);
+  const hosts = match[1]!.split(',');
+  const forHosts = (list: string[], user?: User): string =>
+    user
+      ? `mongodb://${encodeURIComponent(user.name)}:${encodeURIComponent(user.password)}@` +
+        `${list.join(',')}/?authSource=admin`
+      : `mongodb://${list.join(',')}/`;
+  return {
+    uri,
+    process: emulator,
+    shards: line.shards as ShardedCluster['shards'],
+    uriFor: (user) => forHosts(hosts, user),
+    routerUriFor: (index, user) => forHosts([hosts[index]!], user),
+    shardUri: (shard) =>
+      auth ? withCredentials(shard.uri, SYNCER.name, SYNCER.password) : shard.uri,
+  };
+}
