@@ -75,8 +75,14 @@ describeOn('shardedClusters')('coordinator: a late worker never runs a withdrawn
       id: 'coord-late',
       env: { CLUSTER_SYNC_COMMAND_TIMEOUT_MS: '5000' },
     });
+    // The frozen worker must outlive its freeze (longer than the command timeout): a claim
+    // lease longer than the default's 4.8 s, as an operator expecting such pauses would set.
+    const claim = { SYNC_CLAIM_STALE_MS: '15000', SYNC_CLAIM_RENEW_MS: '2000' };
     for (const id of shardIds)
-      workers.set(id, await startCoordinatedWorker(source.uri, destination.uri, redis.url, id));
+      workers.set(
+        id,
+        await startCoordinatedWorker(source.uri, destination.uri, redis.url, id, claim),
+      );
     await coordinator.api.waitFor(
       'both workers registered',
       (p) => instancesOf(p).filter((i) => i.pendingCommands !== null).length === 2,

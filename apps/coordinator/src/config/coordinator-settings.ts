@@ -12,7 +12,7 @@ export interface CoordinatorSettings {
 const SETTINGS: Record<keyof CoordinatorSettings, [string, number, number, number]> = {
   leaseTtlMs: ['CLUSTER_SYNC_LEASE_TTL_MS', 10_000, 1_000, 600_000],
   commandTimeoutMs: ['CLUSTER_SYNC_COMMAND_TIMEOUT_MS', 60_000, 1_000, 3_600_000],
-  workerStaleMs: ['CLUSTER_SYNC_WORKER_STALE_MS', 5_000, 2_000, 3_600_000],
+  workerStaleMs: ['CLUSTER_SYNC_WORKER_STALE_MS', 8_000, 2_000, 3_600_000],
   workerExpireMs: ['CLUSTER_SYNC_WORKER_EXPIRE_MS', 60_000, 5_000, 86_400_000],
 };
 

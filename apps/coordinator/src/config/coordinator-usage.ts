@@ -26,7 +26,7 @@ SYNC_REDIS_URL, SYNC_API_TOKEN.
 
 Environment (milliseconds): CLUSTER_SYNC_LEASE_TTL_MS (leader lease, default 10000),
 CLUSTER_SYNC_COMMAND_TIMEOUT_MS (how long a command waits for every worker, default 60000),
-CLUSTER_SYNC_WORKER_STALE_MS (a worker is shown missing after this silence, default 5000).
+CLUSTER_SYNC_WORKER_STALE_MS (a worker is shown missing after this silence, default 8000).
 
 Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a fatal error, 2 on invalid options
 or an unreachable Redis at launch.

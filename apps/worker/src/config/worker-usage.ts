@@ -21,7 +21,7 @@ Options:
                        active worker's claim is stale by the destination's clock
   --claimRenewMs <ms>  how often the shard claim is renewed (default 1000)
   --claimStaleMs <ms>  a claim not renewed for this long (destination's clock) is taken over
-                       (default 4000; --claimRenewMs must stay below 4/5 of it)
+                       (default 6000; --claimRenewMs must stay below 4/5 of it)
   --apiToken <token>   every request must send Authorization: Bearer <token> (16-512 chars)
   --logPath <file>     also append JSON log lines to this file
   --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC

@@ -164,10 +164,12 @@ describe('ShardClaim standby mode (--standby)', () => {
   });
   afterEach(() => jest.useRealTimers());
 
-  // The defaults: renew 1 s, stale 4 s (lease margin 0.8 s).
-  const active = (clock: Clock = hostClock(0)) => new ShardClaim('shardA', clock, silentLogger);
+  // Renew 1 s (the default), stale 4 s (lease margin 0.8 s): the timings these cases count in.
+  const TIMING = { staleMs: 4_000 };
+  const active = (clock: Clock = hostClock(0)) =>
+    new ShardClaim('shardA', clock, silentLogger, TIMING);
   const standby = (clock: Clock = hostClock(0), extra: object = {}) =>
-    new ShardClaim('shardA', clock, silentLogger, { standby: true, ...extra });
+    new ShardClaim('shardA', clock, silentLogger, { ...TIMING, standby: true, ...extra });
 
   it('never takes over from a live active worker, however long it waits, and never refuses', async () => {
     const holder = active(hostClock(-HOUR));
@@ -280,6 +282,7 @@ describe('ShardClaim standby mode (--standby)', () => {
     await taken;
     expect(waiting.epoch).toBe(2);
     const engineClaim = new ShardClaim('shardA', hostClock(0), silentLogger, {
+      ...TIMING,
       instance: 'standby-1',
     });
     await engineClaim.acquire(store, () => undefined);
@@ -312,7 +315,7 @@ describe('ShardClaim standby mode (--standby)', () => {
   });
 
   it('keeps the invariant renew < stale − margin', () => {
-    expect(() => new ShardClaim('shardA', hostClock(0), silentLogger, { renewMs: 3_500 })).toThrow(
+    expect(() => new ShardClaim('shardA', hostClock(0), silentLogger, { renewMs: 5_000 })).toThrow(
       /renewMs/,
     );
     expect(() => new ShardClaim('shardA', hostClock(0), silentLogger)).not.toThrow();

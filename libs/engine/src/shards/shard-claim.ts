@@ -9,7 +9,7 @@ import { ClaimFence, shardClaimLost } from './claim-fence';
 /** Heartbeat period of a shard claim by default (workers: --claimRenewMs). */
 export const DEFAULT_CLAIM_RENEW_MS = 1_000;
 /** A claim not renewed for this long is free to take over, by default (--claimStaleMs). */
-export const DEFAULT_CLAIM_STALE_MS = 4_000;
+export const DEFAULT_CLAIM_STALE_MS = 6_000;
 
 /** Renewals sent while earlier ones are unacknowledged (a slow destination), at most. */
 const MAX_RENEWALS_IN_FLIGHT = 3;
@@ -19,13 +19,13 @@ export interface ShardClaimOptions {
   renewMs?: number;
   /**
    * A claim whose heartbeat is older than this by the DESTINATION's clock is free to take over
-   * (default DEFAULT_CLAIM_STALE_MS, 4 s).
+   * (default DEFAULT_CLAIM_STALE_MS, 6 s).
    */
   staleMs?: number;
   /**
    * The holder stops writing this long before its claim could go stale: it holds the claim
    * until (sending time of its last acknowledged renewal) + staleMs − leaseMarginMs, on its own
-   * monotonic clock (default staleMs / 5: 0.8 s of 4 s). Covers clock-rate drift and a write
+   * monotonic clock (default staleMs / 5: 1.2 s of 6 s). Covers clock-rate drift and a write
    * still in flight when the lease ends.
    */
   leaseMarginMs?: number;

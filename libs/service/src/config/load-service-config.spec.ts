@@ -57,8 +57,8 @@ describe('worker options', () => {
     expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--standby'])).toMatch(
       /--standby needs --id/,
     );
-    expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--claimRenewMs', '3500'])).toMatch(
-      /--claimRenewMs \(3500\) must be shorter than 4\/5 of --claimStaleMs \(4000\)/,
+    expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--claimRenewMs', '5000'])).toMatch(
+      /--claimRenewMs \(5000\) must be shorter than 4\/5 of --claimStaleMs \(6000\)/,
     );
     expect(failure(['--cluster0', URI0, '--cluster1', URI1, '--claimStaleMs', '10'])).toMatch(
       /--claimStaleMs must be an integer from 500/,

@@ -82,7 +82,7 @@ export function loadServiceConfig(
     );
   }
   const renewMs = options.claimRenewMs ?? 1_000;
-  const staleMs = options.claimStaleMs ?? 4_000;
+  const staleMs = options.claimStaleMs ?? 6_000;
   // ShardClaim's invariant: renewals come well inside the lease (stale − stale/5).
   if (renewMs >= staleMs * 0.8) {
     throw new LaunchConfigError(

@@ -125,7 +125,7 @@ export class ServiceOptionsDto {
   @ValidateIf((_object, value) => value !== undefined)
   claimRenewMs?: number;
 
-  /** A shard claim not renewed for this long (destination's clock) is taken over, ms (default 4000). */
+  /** A shard claim not renewed for this long (destination's clock) is taken over, ms (default 6000). */
   @Max(600_000, { message: 'must be an integer from 500 to 600000 (milliseconds)' })
   @Min(500, { message: 'must be an integer from 500 to 600000 (milliseconds)' })
   @IsInt({ message: 'must be an integer from 500 to 600000 (milliseconds)' })
@@ -146,7 +146,7 @@ export interface ServiceConfig {
   apiToken?: string;
   /** A per-shard worker waiting as the standby of its shard's active worker. */
   standby?: boolean;
-  /** Shard claim timing (defaults in ShardClaim: renew 1 s, stale 4 s). */
+  /** Shard claim timing (defaults in ShardClaim: renew 1 s, stale 6 s). */
   claimRenewMs?: number;
   claimStaleMs?: number;
 }
