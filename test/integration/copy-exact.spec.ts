@@ -182,9 +182,16 @@ describeOn('replicaSets')('copy (integration, emulated or real replica sets)', (
     const storedJob = await meta.collection<any>('jobs').findOne({});
     expect(storedJob).toMatchObject({ _id: 'worker', state: 'RUNNING', phase: 'copied' });
     expect(JSON.stringify(storedJob)).not.toMatch(/mongodb:\/\//);
-    const big = storedJob.namespaces.find(
-      (n: any) => n.database === testDb('beta') && n.collection === 'big',
-    );
+    // The catalog is stored as versioned records beside the job document (one per namespace).
+    const catalog = await meta
+      .collection<any>('catalog')
+      .find({ syncID: 'worker', version: { $lte: storedJob.catalog.version } })
+      .sort({ version: -1 })
+      .toArray();
+    expect(JSON.stringify(catalog)).not.toMatch(/mongodb:\/\//);
+    const big = catalog
+      .map((r) => r.record)
+      .find((n: any) => n && n.database === testDb('beta') && n.collection === 'big');
     expect(big).toMatchObject({ copy: 'done', type: 'collection' });
     expect(big.key).toMatch(/^[0-9a-f]{32}$/); // identified by the source collection's UUID
     const parts = await meta
