@@ -7,6 +7,7 @@
  *   npm run bench -- --cpu-prof   also CPU-profile the worker and both emulators
  *   npm run bench -- --sharded    4-shard source: one worker via the routers vs 4 per-shard workers
  *   npm run bench -- --cutover    only the cutover runs (j)
+ *   npm run bench -- --namespaces 100000   only (k): many small collections
  *
  * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
  */
@@ -36,6 +37,7 @@ import {
 } from './sharded';
 import { summariseProfiles } from './profile-summary';
 import { CUTOVER_TARGETS, runCutoverPhase, type CutoverResult } from './cutover';
+import { measureNamespaces, renderNamespaces, type NamespacesResult } from './namespaces';
 import {
   measureScan,
   measureWrite,
@@ -391,6 +393,34 @@ async function mainCutover(options: BenchOptions): Promise<CutoverOnlyResult> {
   }
 }
 
+async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResult> {
+  const loadAvgStart = loadavg();
+  const n = options.namespaces!;
+  log(
+    `bench --namespaces: ${n} collections; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
+  );
+  try {
+    const namespaces = await measureNamespaces(n, {
+      profileDir: null,
+      timeoutMs: Math.max(600_000, n * 100),
+      log,
+    });
+    return {
+      namespaces,
+      machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
+      profileDir: null,
+    };
+  } finally {
+    await stopAll();
+  }
+}
+
+export interface NamespacesOnlyResult {
+  namespaces: NamespacesResult;
+  machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
+  profileDir: null;
+}
+
 export interface CutoverOnlyResult {
   cutover: CutoverResult | { skipped: string };
   cutoverSeconds: number | null;
@@ -668,11 +698,14 @@ if (require.main === module) {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const run: Promise<BenchResult | ShardedBenchResult | CutoverOnlyResult> = options.sharded
-    ? mainSharded(options)
-    : options.cutoverOnly
-      ? mainCutover(options)
-      : main(options);
+  const run: Promise<BenchResult | ShardedBenchResult | CutoverOnlyResult | NamespacesOnlyResult> =
+    options.namespaces !== null
+      ? mainNamespaces(options)
+      : options.sharded
+        ? mainSharded(options)
+        : options.cutoverOnly
+          ? mainCutover(options)
+          : main(options);
   run.then(
     (result) => {
       log('');
@@ -681,7 +714,9 @@ if (require.main === module) {
           ? renderSharded(result)
           : 'copy1x' in result
             ? renderTable(result)
-            : renderCutover(result.cutover, result.targets);
+            : 'cutover' in result
+              ? renderCutover(result.cutover, result.targets)
+              : renderNamespaces(result.namespaces);
       for (const line of lines) log(line);
       if (result.profileDir) {
         log('');

@@ -28,6 +28,8 @@ export interface BenchOptions {
   skipCutover: boolean;
   /** Only (j), the cutover runs (1× without and with verification, 4× with). */
   cutoverOnly: boolean;
+  /** Only (k): a sync of this many small collections (null: not run). */
+  namespaces: number | null;
   /**
    * The embedded verifier in the worker runs of (c)–(f) (default on, as a user runs it). Off
    * measures change application alone, as the peer (which verifies nothing) is measured.
@@ -56,6 +58,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
   --skip-transactions     skip (d'), the same change load written in transactions
   --skip-cutover          skip (j), the cutover runs
+  --namespaces N          only (k): N small collections (2 documents each, every third indexed,
+                          500 per database) synced and committed; start → canCommit, commit →
+                          COMMITTED, peak RSS, and the destination's own create rate
   --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
                           peer verifies nothing: off compares change application alone;
                           --sharded defaults to off: its read amplification is the sync's own)
@@ -92,6 +97,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipTransactions: false,
     skipCutover: false,
     cutoverOnly: false,
+    namespaces: null,
     verification: true,
     verificationGiven: false,
     loadWriters: 1,
@@ -162,6 +168,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--cutover':
         o.cutoverOnly = true;
+        break;
+      case '--namespaces':
+        o.namespaces = Math.floor(positive(value()));
         break;
       case '--verification': {
         const v = value();

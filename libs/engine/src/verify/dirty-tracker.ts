@@ -216,7 +216,10 @@ export class DirtyTracker {
   /** Any other DDL of a namespace: its metadata is checked again. */
   metadataChanged(database: string, collection?: string): void {
     for (const state of this.byDb.get(database)?.values() ?? []) {
-      if (collection === undefined || state.collection === collection) state.metadataOk = false;
+      if (collection === undefined || state.collection === collection) {
+        state.metadataOk = false;
+        state.metadataDiffers = 0; // not checked since the change
+      }
     }
   }
 
@@ -235,6 +238,7 @@ export class DirtyTracker {
         state.signature = ns.signature;
         state.natural = ns.natural;
         state.metadataOk = false;
+        state.metadataDiffers = 0;
         const ranges = ns.view ? [] : ns.ranges.length > 0 ? ns.ranges : [{}];
         state.ranges = ranges.map((range, index) => ({
           index,
@@ -424,6 +428,19 @@ export class DirtyTracker {
     if (!this.synced) return false;
     const backlog = this.backlog();
     return backlog.uncheckedRanges === 0 && backlog.oldestUncheckedMs <= maxAgeMs;
+  }
+
+  /**
+   * Followed namespaces whose options and indexes no check has compared since they were copied
+   * or last changed by DDL (found equal, or found different: both count as checked). The final
+   * pass compares those again, so a commit waits for them as for unchecked ranges.
+   */
+  uncheckedMetadata(): number {
+    let unchecked = 0;
+    for (const state of this.namespaces()) {
+      if (state.ranges && !state.metadataOk && state.metadataDiffers === 0) unchecked += 1;
+    }
+    return unchecked;
   }
 
   private markRange(range: RangeState, seq: number): void {

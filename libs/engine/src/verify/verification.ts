@@ -241,13 +241,15 @@ export class Verification {
   }
 
   /**
-   * canCommit's verifier condition: while the live pass runs, every copied range checked once
-   * and no write older than `caughtUpMs` unchecked. Without a live pass (verification off, a
-   * per-shard sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
+   * canCommit's verifier condition: while the live pass runs, every copied range checked once,
+   * every namespace's options and indexes compared since they last changed (the final pass then
+   * compares only what changed after: its work does not grow with the namespace count), and no
+   * write older than `caughtUpMs` unchecked. Without a live pass (verification off, a per-shard
+   * sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
    */
   caughtUp(job: JobRecord): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
-    return this.tracker.caughtUp(this.caughtUpMs);
+    return this.tracker.caughtUp(this.caughtUpMs) && this.tracker.uncheckedMetadata() === 0;
   }
 
   /** The commit's pass: throws VerificationFailedError when anything differs. */

@@ -1,0 +1,159 @@
+/**
+ * (k) Many namespaces (`--namespaces N`): a multi-tenant source of N small collections (two
+ * documents each, every third with a secondary index, 500 collections per database), replica
+ * set → replica set with the embedded verifier, as a new user would run it. Printed: start →
+ * canCommit, commit → COMMITTED (the application's downtime: the worker's own measure and the
+ * API's), the final pass's figures, the worker's peak RSS, and — measured in the same run — the
+ * destination's own rate of creating the same collections and indexes directly, the limit the
+ * copy of many small collections is compared with.
+ */
+import { MongoClient, type Document } from 'mongodb';
+import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './processes';
+import { post, progress } from './worker-copy';
+
+export const PER_DATABASE = 500;
+
+export interface NamespacesResult {
+  namespaces: number;
+  /** The destination creating the same collections and indexes directly, per second. */
+  rawCreatePerSec: number;
+  startToCanCommitSeconds: number;
+  /** Namespaces synced per second, start → canCommit. */
+  syncedPerSec: number;
+  /** syncedPerSec ÷ rawCreatePerSec (target ≥ 0.5). */
+  createRatio: number;
+  /** commit → COMMITTED, by the API (first progress with canWrite: true). */
+  commitSeconds: number;
+  /** The worker's own measure (progress.commit.cutoverSeconds). */
+  reportedCutoverSeconds: number | null;
+  finalPass: Document | null;
+  peakRssMB: number;
+  /** Peak RSS over 250 MB, per namespace (bytes). */
+  rssBytesPerNamespaceOver250: number;
+}
+
+const nameOf = (i: number) => ({
+  db: `tenants_${Math.floor(i / PER_DATABASE)}`,
+  coll: `t${i % PER_DATABASE}`,
+});
+
+async function createAll(
+  client: MongoClient,
+  n: number,
+  prefix: string,
+  withDocuments: boolean,
+): Promise<number> {
+  const began = Date.now();
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < n; i = next++) {
+      const { db, coll } = nameOf(i);
+      const c = client.db(`${prefix}${db}`).collection<{ _id: number; v: number }>(coll);
+      if (withDocuments)
+        await c.insertMany([
+          { _id: 1, v: i },
+          { _id: 2, v: -i },
+        ]);
+      else await client.db(`${prefix}${db}`).createCollection(coll);
+      if (i % 3 === 0) await c.createIndex({ v: 1 }, { name: 'v_1' });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, lane));
+  return (Date.now() - began) / 1000;
+}
+
+export async function measureNamespaces(
+  n: number,
+  options: { profileDir: string | null; timeoutMs: number; log: (line: string) => void },
+): Promise<NamespacesResult> {
+  const source = await startEmulator('namespaces-source', options.profileDir);
+  const destination = await startEmulator('namespaces-destination', options.profileDir);
+  const src = await MongoClient.connect(source.firstLine.uri);
+  const dst = await MongoClient.connect(destination.firstLine.uri);
+  try {
+    options.log(`  creating ${n} collections on the source...`);
+    await createAll(src, n, '', true);
+    // The limit: the destination creating the same collections and indexes itself (in other
+    // databases, dropped before the sync starts).
+    const rawSeconds = await createAll(dst, n, 'raw_', false);
+    const rawCreatePerSec = n / rawSeconds;
+    for (const name of (await dst.db('admin').admin().listDatabases()).databases.map((d) => d.name))
+      if (name.startsWith('raw_')) await dst.db(name).dropDatabase();
+    options.log(`  destination creates ${Math.round(rawCreatePerSec)} collections/s directly`);
+
+    const worker = await startWorker(
+      source.firstLine.uri,
+      destination.firstLine.uri,
+      options.profileDir,
+      'namespaces',
+    );
+    const sampler = new RssSampler(worker.started.child, 200);
+    const startedAt = Date.now();
+    await post(worker.api, 'start', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      enableUserWriteBlocking: true,
+    });
+    const deadline = startedAt + options.timeoutMs;
+    let ready: number | null = null;
+    let shown = 0;
+    while (ready === null) {
+      const p = await progress(worker.api);
+      if (p.canCommit) ready = Date.now();
+      else if (Date.now() > deadline) throw new Error(`no canCommit in ${options.timeoutMs} ms`);
+      else {
+        if (Date.now() - shown > 10_000) {
+          shown = Date.now();
+          const copied = (p as unknown as { namespaces?: { copied?: number } }).namespaces?.copied;
+          options.log(
+            `  ${Math.round((Date.now() - startedAt) / 1000)} s: ${copied ?? '?'} copied`,
+          );
+        }
+        await sleep(200);
+      }
+    }
+    const startToCanCommitSeconds = (ready - startedAt) / 1000;
+    const commitAt = Date.now();
+    await post(worker.api, 'commit', {});
+    let last: Document = {};
+    for (;;) {
+      last = (await progress(worker.api)) as unknown as Document;
+      if (last.canWrite === true) break;
+      if (Date.now() > deadline) throw new Error(`commit not done: ${JSON.stringify(last)}`);
+      await sleep(50);
+    }
+    const commitSeconds = (Date.now() - commitAt) / 1000;
+    sampler.stop();
+    const peakRssMB = memoryOf(worker.started.child)?.hwmMB ?? 0;
+    await worker.started.stop();
+    const syncedPerSec = n / startToCanCommitSeconds;
+    const result: NamespacesResult = {
+      namespaces: n,
+      rawCreatePerSec: round(rawCreatePerSec),
+      startToCanCommitSeconds: round(startToCanCommitSeconds),
+      syncedPerSec: round(syncedPerSec),
+      createRatio: round(syncedPerSec / rawCreatePerSec),
+      commitSeconds: round(commitSeconds),
+      reportedCutoverSeconds:
+        (last.commit as { cutoverSeconds?: number } | undefined)?.cutoverSeconds ?? null,
+      finalPass: (last.verification as { finalPass?: Document } | undefined)?.finalPass ?? null,
+      peakRssMB: round(peakRssMB),
+      rssBytesPerNamespaceOver250: Math.max(0, Math.round(((peakRssMB - 250) * 1024 * 1024) / n)),
+    };
+    return result;
+  } finally {
+    await Promise.all([src.close(), dst.close()]);
+    await Promise.all([source.stop(), destination.stop()]);
+  }
+}
+
+export function renderNamespaces(r: NamespacesResult): string[] {
+  return [
+    `(k) ${r.namespaces} namespaces (2 documents each, every third indexed), replica set → replica set:`,
+    `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
+    `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
+    `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)`,
+  ];
+}
+
+const round = (v: number): number => Math.round(v * 1000) / 1000;
