@@ -17,6 +17,10 @@ import {
   planPartitions,
   type PartitioningOptions,
 } from './partition-planner';
+import { runPool } from '../verify/verify-pass';
+
+/** Collections whose partitions are planned at once. */
+const PLANNING_CONCURRENCY = 8;
 
 export interface CopyRunnerOptions {
   syncID: string;
@@ -105,19 +109,28 @@ export class CopyRunner {
     // Split points are sampled where the copy reads: a per-shard worker samples its own shard.
     const sampled =
       session.job.phase === 'prepared' ? await this.topology.copySource(session) : session.source;
-    for (const record of records) {
-      if (signal.aborted) return;
-      const set = next++;
-      sets.set(record.key, set);
-      fresh.push(
-        ...(await planPartitions(
+    // Sets numbered in catalog order, planned several collections at a time (each plan is a
+    // few reads: with many small collections the round trips, not the reads, are the cost).
+    const planned: PartitionRecord[][] = [];
+    for (const record of records) sets.set(record.key, next++);
+    await runPool(
+      records.map((record, i) => async () => {
+        planned[i] = await planPartitions(
           sampled,
           record,
-          { syncID: this.options.syncID, set, sourceName: this.sourceNames.get(record.key) },
+          {
+            syncID: this.options.syncID,
+            set: sets.get(record.key)!,
+            sourceName: this.sourceNames.get(record.key),
+          },
           partitioning,
-        )),
-      );
-    }
+        );
+      }),
+      PLANNING_CONCURRENCY,
+      signal,
+    );
+    if (signal.aborted) return;
+    for (const plan of planned) fresh.push(...plan);
     await session.store.addPartitions(fresh);
     await session.save((job) => {
       job.nextPartitionSet = next;

@@ -5,6 +5,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { NamespaceRecord } from '../ports/job-store';
 import { planDestinationIndexes } from './index-relaxation';
 import { orderViews } from './view-order';
+import { runPool } from '../verify/verify-pass';
 
 export class DestinationNotEmptyError extends Error {
   constructor(readonly namespaces: string[]) {
@@ -47,6 +48,9 @@ export async function assertDestinationEmpty(
  * again. Returns the namespaces with `relaxedIndexes` filled (persist them: commit restores from
  * them).
  */
+/** Collections created (with their indexes) at once on the destination. */
+const PREPARE_CONCURRENCY = 8;
+
 export async function prepareDestination(
   destination: DestinationCluster,
   request: StartRequest,
@@ -56,13 +60,25 @@ export async function prepareDestination(
   presplit?: Presplit,
 ): Promise<NamespaceRecord[]> {
   if (request.enableUserWriteBlocking) await destination.setUserWriteBlocking(true);
-  const prepared: NamespaceRecord[] = [];
-  for (const ns of namespaces) {
-    if (ns.type !== 'collection') continue;
-    prepared.push(
-      await prepareCollection(destination, request.buildIndexes, ns, logger, presplit),
+  // Several collections at a time (each is a create and an index build: with many small
+  // collections the round trips are the cost); the result keeps the catalog's order. Those
+  // sharded on the destination one at a time: a presplit moves chunks, and a shard donates
+  // one chunk at a time.
+  const collections = namespaces.filter((ns) => ns.type === 'collection');
+  const done: NamespaceRecord[] = [];
+  const prepare = (i: number) => async () => {
+    done[i] = await prepareCollection(
+      destination,
+      request.buildIndexes,
+      collections[i]!,
+      logger,
+      presplit,
     );
-  }
+  };
+  const indices = collections.map((_, i) => i);
+  await runPool(indices.filter((i) => !collections[i]!.shardKey).map(prepare), PREPARE_CONCURRENCY);
+  await runPool(indices.filter((i) => !!collections[i]!.shardKey).map(prepare), 1);
+  const prepared: NamespaceRecord[] = [...done];
   for (const view of orderViews(namespaces.filter((ns) => ns.type === 'view'))) {
     const { viewOn, pipeline, ...rest } = view.options;
     await destination.createView(
