@@ -88,6 +88,14 @@ export async function measureNamespaces(
       'namespaces',
     );
     const sampler = new RssSampler(worker.started.child, 200);
+    let stopping = false;
+    worker.started.child.once('exit', (code, signal) =>
+      stopping
+        ? undefined
+        : options.log(
+            `  the worker exited (${code ?? signal}); its errors: ${worker.errors.slice(-5).join(' | ') || 'none logged'}`,
+          ),
+    );
     const startedAt = Date.now();
     await post(worker.api, 'start', {
       source: 'cluster0',
@@ -125,6 +133,7 @@ export async function measureNamespaces(
     const commitSeconds = (Date.now() - commitAt) / 1000;
     sampler.stop();
     const peakRssMB = memoryOf(worker.started.child)?.hwmMB ?? 0;
+    stopping = true;
     await worker.started.stop();
     const syncedPerSec = n / startToCanCommitSeconds;
     const result: NamespacesResult = {

@@ -152,7 +152,8 @@ export class MongoJobStore implements JobStore {
     this.unswitched = true;
     const before = this.written!;
     const after = new Map<string, { bytes: Buffer; pos: number }>();
-    let nextPos = Math.max(-1, ...[...before.values()].map((w) => w.pos)) + 1;
+    let nextPos = 0;
+    for (const w of before.values()) nextPos = Math.max(nextPos, w.pos + 1);
     const changed: Document[] = [];
     for (const record of namespaces) {
       const bytes = recordBytes(record);
