@@ -148,6 +148,25 @@ export class JobSession {
   partitionsOf(key: string): PartitionRecord[] {
     const ns = this.catalog.byKey(key);
     if (!ns || ns.partitionSet === undefined) return [];
-    return this.partitions.filter((p) => p.key === key && p.set === ns.partitionSet);
+    // Indexed by namespace key (rebuilt when the list is replaced or grows): asked for every
+    // namespace twice a second by the verifier, a scan of all partitions each time was
+    // quadratic — at 20,000 namespaces it held the event loop for tens of seconds.
+    const all = this.partitions;
+    if (this.partitionIndex?.of !== all || this.partitionIndex.length !== all.length) {
+      const byKey = new Map<string, PartitionRecord[]>();
+      for (const p of all) {
+        const list = byKey.get(p.key);
+        if (list) list.push(p);
+        else byKey.set(p.key, [p]);
+      }
+      this.partitionIndex = { of: all, length: all.length, byKey };
+    }
+    return (this.partitionIndex.byKey.get(key) ?? []).filter((p) => p.set === ns.partitionSet);
   }
+
+  private partitionIndex: {
+    of: PartitionRecord[];
+    length: number;
+    byKey: Map<string, PartitionRecord[]>;
+  } | null = null;
 }
