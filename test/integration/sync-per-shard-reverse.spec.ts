@@ -163,5 +163,24 @@ describeOn('shardedClusters')('reverse of a per-shard sync (2 → 2 shards)', ()
     // stopped for another reverse.
     expect((await dst.db('admin').command({ balancerStatus: 1 })).mode).toBe('full');
     expect((await admin.command({ balancerStatus: 1 })).mode).toBe('off');
+
+    // Reversed once more (the original direction): each worker reads its own shard again — the
+    // first reverse's pairing does not carry over.
+    await Promise.all([lead.reverse(), follower.reverse()]);
+    await waitFor(allIn('RUNNING'), 30_000, 'RUNNING after the second reverse', show);
+    expect(lead.job?.source.name).toBe('cluster0');
+    expect(both().map((w) => w.job?.shard?.sources)).toEqual([undefined, undefined]);
+    await app.collection<AnyDoc>('orders').insertOne({ _id: new Int32(2000), region: 'eu' });
+    await app.collection<AnyDoc>('users').updateMany({}, { $set: { third: true } });
+    await waitFor(allCanCommit, 90_000, 'canCommit after the second reverse', show);
+    await lead.commit();
+    await follower.commit();
+    await waitFor(allIn('COMMITTED'), 90_000, 'COMMITTED a third time', show);
+    expect((await compareClusters(src, dst, { databases: [testDb('app')] })).differences).toEqual(
+      [],
+    );
+    expect(await dst.db(testDb('app')).collection('users').countDocuments({ third: true })).toBe(
+      201,
+    );
   }, 240_000);
 });

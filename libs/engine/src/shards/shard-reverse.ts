@@ -84,13 +84,15 @@ export async function reverseShardJob(old: JobRecord, deps: ShardReverseDeps): P
     now: new Date(deps.clock.now()),
   });
   job.estimatedTotalBytes = plan.estimatedTotalBytes;
+  // The pairing is this reverse's alone: a previous reverse's must not carry over (reversed
+  // back, every worker reads the shard of its own id again).
+  const { sources: _previous, ...assignment } = shard;
   job.shard = {
-    ...shard,
+    ...assignment,
     claimsOn: shard.claimsOn ?? old.destination.name,
     sharding: plan.sharding,
     ...(plan.sources ? { sources: plan.sources } : {}),
   };
-  if (!job.shard.sources) delete job.shard.sources;
   await moveJob(old, job, deps);
   return job;
 }
