@@ -20,6 +20,7 @@ import {
 import type { CommandBroadcaster } from './broadcast/command-broadcaster';
 import { targetWorkers } from './broadcast/worker-set';
 import type { ClusterClients } from './clusters/cluster-clients';
+import { workerShardIds } from './clusters/cluster-watch';
 import type { Leadership } from './leadership/leadership';
 import type { ProgressBoard } from './progress/progress-board';
 
@@ -109,15 +110,9 @@ export class CoordinatorEngine implements SyncEngine {
     }
     const roster = await this.options.board.refresh();
     this.assertNoneReregistering(roster.registrations);
-    const source = request?.source ?? directionOf(roster.reports, 'Source');
-    let shards = source === undefined ? undefined : await this.options.clusters.shardIds(source);
-    // After a reverse, per-shard workers keep the ids of the shards the sync started from: those
-    // of the cluster that is now the destination (each reads a paired shard of the new source).
-    const destination = request ? undefined : directionOf(roster.reports, 'Destination');
-    if (shards && destination && !sameMembers(shards, roster.registrations)) {
-      const started = await this.options.clusters.shardIds(destination);
-      if (started && sameMembers(started, roster.registrations)) shards = started;
-    }
+    const shards = request
+      ? await this.options.clusters.shardIds(request.source)
+      : await workerShardIds(this.options.clusters, roster);
     const workers = targetWorkers(roster.registrations, shards);
     const commandId = options?.commandId ?? `auto-${randomUUID()}`;
     this.options.logger.info('broadcasting a command', { operation, commandId, epoch, workers });
@@ -168,26 +163,9 @@ export class CoordinatorEngine implements SyncEngine {
   }
 }
 
-/** The source cluster's name of a running sync, from a worker's directionMapping. */
 /**
  * How long a worker that was registered and is listed no more counts as coming back: Redis
  * restarted empty (its registrations gone, the workers re-register with their next heartbeat),
  * or the worker is restarting. Meanwhile a command is answered "retry", not WorkersMissing.
  */
 const REREGISTER_GRACE_MS = 15_000;
-
-function directionOf(
-  reports: ReadonlyMap<string, { progress: Progress | null }>,
-  role: 'Source' | 'Destination',
-): string | undefined {
-  for (const report of reports.values()) {
-    const mapping = report.progress?.directionMapping?.[role];
-    if (mapping) return mapping.split(':')[0];
-  }
-  return undefined;
-}
-
-function sameMembers(shards: readonly string[], registered: readonly { id: string }[]): boolean {
-  const ids = new Set(registered.map((r) => r.id));
-  return shards.length === ids.size && shards.every((s) => ids.has(s));
-}
