@@ -106,7 +106,7 @@ export const API_ERRORS = {
   ShardClaimLost: {
     httpStatus: 409,
     description:
-      'This worker lost its shard (another worker took it over, or its claim could not be renewed in time) and writes nothing more to the destination; restart it.',
+      'This worker lost its shard (another worker took it over, or its claim could not be renewed in time) and writes nothing more to the destination. A lapsed claim it takes again by itself once no other worker holds it, then resumes; taken over by another worker, it stays stopped (restart it with --standby to stand by the new holder).',
   },
   ReverseShardCountMismatch: {
     httpStatus: 409,

@@ -21,7 +21,15 @@ export function commandConsumerFor(queueName: string): Type<WorkerHost> {
     onApplicationBootstrap(): void {
       // Not the shard's live worker (claim lost, a duplicate --id): the queue is left to the
       // live process; a job taken meanwhile went back to the queue (NotTheLiveWorkerError).
-      this.agent.onStopConsuming(() => void this.worker.close().catch(() => undefined));
+      // Its shard claimed again after a lapsed lease, it takes the commands again.
+      this.agent.onStopConsuming(
+        () => void this.worker.pause(true).catch(() => undefined),
+        () => {
+          if (this.agent.isClosed) return;
+          if (this.worker.isRunning()) this.worker.resume();
+          else void this.worker.run().catch(() => undefined);
+        },
+      );
       this.agent.whenEngineReady(() => {
         if (this.agent.isClosed || !this.agent.consumes || this.worker.isRunning()) return;
         void this.worker.run().catch(() => undefined);

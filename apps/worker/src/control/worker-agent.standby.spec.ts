@@ -128,4 +128,32 @@ describeWithRedis('WorkerAgent of a standby (--standby) in the registry', () => 
     const live = await readLiveness(redis, 60_000);
     expect(live.registrations.map((r) => r.id)).not.toContain('shardB');
   });
+
+  it('a worker whose lapsed lease was claimed again takes commands and beats under its id again', async () => {
+    const agent = agentOf(false, 'i-lapsed', 'shardC');
+    let lapsed = true;
+    const consumer = { stopped: 0, resumed: 0 };
+    agent.onStopConsuming(
+      () => void (consumer.stopped += 1),
+      () => void (consumer.resumed += 1),
+    );
+    agent.attach({
+      ...engine(),
+      progress: () => {
+        if (lapsed) throw new ApiError('ShardClaimLost', 'its lease ran out');
+        return { ...IDLE_PROGRESS, state: 'RUNNING' };
+      },
+    });
+    await agent.heartbeat();
+    expect(agent.consumes).toBe(false);
+    expect(consumer).toEqual({ stopped: 1, resumed: 0 });
+    expect((await readLiveness(redis, 60_000)).registrations.map((r) => r.id)).not.toContain(
+      'shardC',
+    );
+
+    lapsed = false; // the engine holds its shard again
+    await ready(agent, 'shardC');
+    expect(agent.consumes).toBe(true);
+    expect(consumer).toEqual({ stopped: 1, resumed: 1 });
+  });
 });

@@ -55,6 +55,7 @@ export class WorkerAgent {
   private readonly processor: CommandProcessor;
   private readonly engineWaiters: Array<() => void> = [];
   private stopConsumer: (() => void) | null = null;
+  private resumeConsumer: (() => void) | null = null;
   private consuming = true;
   private url: string | null = null;
   private readonly registeredAt: number;
@@ -81,9 +82,13 @@ export class WorkerAgent {
     );
   }
 
-  /** The consumer registers how to stop it (this process is not its shard's live worker). */
-  onStopConsuming(stop: () => void): void {
+  /**
+   * The consumer registers how to stop it (this process is not its shard's live worker) and how
+   * to start it again (the engine claimed its shard again after a lapsed lease).
+   */
+  onStopConsuming(stop: () => void, resume?: () => void): void {
     this.stopConsumer = stop;
+    this.resumeConsumer = resume ?? null;
   }
 
   /** False once this process found it is not its shard's live worker: it takes no commands. */
@@ -99,6 +104,15 @@ export class WorkerAgent {
       { reason },
     );
     this.stopConsumer?.();
+  }
+
+  private resumeConsuming(): void {
+    if (this.consuming || this.closed) return;
+    this.consuming = true;
+    this.options.logger.info(
+      "this process holds its shard again; it takes the shard's commands and beats under its id",
+    );
+    this.resumeConsumer?.();
   }
 
   /** `standby` until the shard was taken over, `active` after (and for every other worker). */
@@ -159,6 +173,7 @@ export class WorkerAgent {
     if (this.engine) {
       const notLive = this.processor.notLiveReason();
       if (notLive) this.stopConsuming(notLive);
+      else this.resumeConsuming();
     }
     // Not the shard's live worker (a duplicate --id, or its claim lost — say to a standby that
     // took the shard over): it no longer beats under the shard id, which the live worker uses;

@@ -43,7 +43,7 @@ import type { SyncJobOptions } from './sync-job-options';
 import type { SyncRunner } from './sync-runner';
 import type { CoordinationStore } from '../ports/coordination-store';
 import { ShardClaim } from '../shards/shard-claim';
-import { isShardClaimLost } from '../shards/claim-fence';
+import { isLeaseLapse, isShardClaimLost, shardClaimLost } from '../shards/claim-fence';
 
 /**
  * The state machine of one sync instance, a facade over the operations:
@@ -70,6 +70,12 @@ export class SyncJob implements SyncEngine {
   private waitingFor: string | null = null;
   private readonly syncID: string;
   private claim: ShardClaim | null = null;
+  /** A lapsed lease being replaced by a new claim (see `reclaim`), and the lapse's error. */
+  private reclaiming: Promise<void> | null = null;
+  private lapse: ApiError | null = null;
+  private reclaims = 0;
+  /** Aborts a claim still being waited for when the engine closes. */
+  private readonly closing = new AbortController();
   private readonly clock: Clock;
   private readonly logger: EngineLogger;
 
@@ -167,6 +173,7 @@ export class SyncJob implements SyncEngine {
   /** The raw, mergeable progress of this instance (a coordinator merges several). */
   snapshot(): ProgressSnapshot {
     if (this.fatalInit) throw this.fatalInit;
+    if (this.lapse) throw this.lapse;
     if (this.current === 'INITIALIZING') {
       throw new ApiError('NotReady', 'The instance is restoring its sync state; retry shortly.');
     }
@@ -263,6 +270,7 @@ export class SyncJob implements SyncEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     this.claim?.stop();
     this.commitAbort?.abort();
     await this.runner?.stop();
@@ -327,24 +335,93 @@ export class SyncJob implements SyncEngine {
    */
   private async claimShard(store: CoordinationStore): Promise<void> {
     if (this.claim) return;
-    const claim = new ShardClaim(this.syncID, this.clock, this.logger, this.options.shardClaim);
-    await claim.acquire(store, (error) => this.shardLost(error));
+    const options = this.options.shardClaim ?? {};
+    // A re-claim after a lapse takes the shard over under its own instance id, so the claim's
+    // epoch goes up and the lapsed run's metadata writes match nothing.
+    const instance =
+      this.reclaims > 0 && options.instance ? `${options.instance}-r${this.reclaims}` : undefined;
+    const claim = new ShardClaim(this.syncID, this.clock, this.logger, {
+      ...options,
+      ...(instance ? { instance } : {}),
+    });
+    await claim.acquire(store, (error) => this.shardLost(error), this.closing.signal);
     this.claim = claim;
   }
 
-  /** The claim is lost: nothing more is written (the fence refuses it), every call answers it. */
+  /**
+   * The claim is lost: nothing more is written (the fence refuses it). Taken over by another
+   * worker, every call answers ShardClaimLost from then on. Lost by a lapsed lease alone (the
+   * process paused, renewals slow or failing), the worker claims its shard again, as a
+   * restarted process would (`reclaim`), unless `shardClaim.reclaimAfterLapse` is false.
+   */
   private shardLost(error: ApiError): void {
-    if (this.fatalInit?.error === 'ShardClaimLost') return;
+    if (this.fatalInit?.error === 'ShardClaimLost' || this.reclaiming) return;
     this.claim?.fence.lose(error);
     this.claim?.stop();
     this.logger.error('this worker lost its shard; it stops writing', {
       error: error.error,
       description: error.message,
     });
-    this.fatalInit = error;
     this.commitAbort?.abort();
-    void this.runner?.stop();
+    const stopped = this.runner?.stop();
+    if (
+      isLeaseLapse(error) &&
+      !this.closed &&
+      this.options.shardClaim?.reclaimAfterLapse !== false
+    ) {
+      // Meanwhile progress and commands answer the lapse (ShardClaimLost): a coordinated
+      // worker stops taking its shard's commands and beating under its id until it holds the
+      // shard again.
+      this.lapse = error;
+      this.reclaiming = this.reclaim(stopped).finally(() => {
+        this.reclaiming = null;
+        this.lapse = null;
+      });
+      return;
+    }
+    this.fatalInit = error;
     if (!this.closed) this.options.onFatal?.(error);
+  }
+
+  /**
+   * After a lapsed lease: once the stopped run has settled (nothing of it writes any more), the
+   * engine drops its loaded job and restores it as a restart does — claims the shard (waiting
+   * until the lapsed claim is stale by the destination's clock; a new epoch fences the old one's
+   * writes), reloads the job and resumes from the checkpoint. Another worker found holding the
+   * shard meanwhile (a standby took it over): the loss stands, named ShardClaimLost.
+   */
+  private async reclaim(stopped: Promise<void> | undefined): Promise<void> {
+    await stopped?.catch(() => undefined);
+    await this.commitRun?.catch(() => undefined);
+    const fence = this.claim?.fence;
+    this.claim = null;
+    this.runner = null;
+    this.session = null;
+    this.commitRun = null;
+    this.commitAbort = null;
+    if (this.closed) return;
+    fence?.rearm();
+    this.reclaims += 1;
+    this.logger.warn(
+      "claiming the shard again: once its lapsed claim is stale by the destination's clock, the sync resumes from its checkpoint",
+      { worker: this.syncID, attempt: this.reclaims },
+    );
+    try {
+      await this.initialize();
+      this.logger.info('the shard was claimed again; the sync resumes', { state: this.current });
+    } catch (error) {
+      if (this.closed) return;
+      const why =
+        error instanceof ApiError && error.error === 'DuplicateShardWorker'
+          ? `another worker took the shard over while this one's lease had lapsed: ${error.message}`
+          : `claiming it again failed: ${describeError(error)}`;
+      this.fatalInit = shardClaimLost(this.syncID, why);
+      this.logger.error('this worker lost its shard; it stops writing', {
+        error: this.fatalInit.error,
+        description: this.fatalInit.message,
+      });
+      this.options.onFatal?.(this.fatalInit);
+    }
   }
 
   /** Makes a loaded job current, with a runner over it. */
@@ -474,6 +551,7 @@ export class SyncJob implements SyncEngine {
 
   private guard(operation: SyncOperation): void {
     if (this.fatalInit) throw this.fatalInit;
+    if (this.lapse) throw this.lapse;
     if (this.current === 'INITIALIZING') throw wrongStateError(operation, 'INITIALIZING');
     assertOperationAllowed(operation, this.current);
   }

@@ -30,6 +30,29 @@ export function shardClaimLost(worker: string, why: string): ApiError {
   );
 }
 
+/** Losses by a lapsed lease alone (no other holder seen): the holder may claim its shard again. */
+const LAPSES = new WeakSet<ApiError>();
+
+/**
+ * The lease ran out (renewals not acknowledged in time: the process paused, the destination
+ * slow or unreachable) and no other holder was seen. Named ShardClaimLost like any loss — the
+ * run stops and writes nothing more — but the worker then claims its shard again as a restarted
+ * process would: once the claim is stale by the destination's clock, under a new epoch.
+ */
+export function shardClaimLapsed(worker: string): ApiError {
+  const error = new ApiError(
+    'ShardClaimLost',
+    `this worker no longer holds shard ${worker} (its lease ran out: no renewal of the claim was acknowledged in time); it writes nothing more until it has claimed the shard again (once the claim is stale by the destination's clock, under a new epoch), then resumes from its checkpoint`,
+  );
+  LAPSES.add(error);
+  return error;
+}
+
+/** True when `error` is a lapsed lease (shardClaimLapsed), not a takeover by another worker. */
+export function isLeaseLapse(error: unknown): boolean {
+  return error instanceof ApiError && LAPSES.has(error);
+}
+
 /** True when `error` (or its cause) is ShardClaimLost. */
 export function isShardClaimLost(error: unknown): boolean {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
@@ -50,7 +73,9 @@ export function isShardClaimLost(error: unknown): boolean {
 export class ClaimFence implements ClaimGuard {
   private held: { epoch: number; until: number } | null = null;
   private lostWith: ApiError | null = null;
-  private readonly listeners: Array<(error: ApiError) => void> = [];
+  private listeners: Array<(error: ApiError) => void> = [];
+  /** After `rearm`: the lost epoch; only a claim with a newer epoch is held again. */
+  private rearmedAfter: number | null = null;
 
   constructor(
     readonly worker: string,
@@ -64,7 +89,13 @@ export class ClaimFence implements ClaimGuard {
 
   /** The claim (epoch) is held until `until` (monotonic ms), unless lost already. */
   hold(epoch: number, until: number): void {
-    if (this.lostWith) return;
+    if (this.lostWith) {
+      // Lost for good unless re-armed, and then only by a newer epoch (a new claim of the shard).
+      if (this.rearmedAfter === null || epoch <= this.rearmedAfter) return;
+      this.lostWith = null;
+      this.rearmedAfter = null;
+      this.held = null;
+    }
     if (this.held && this.held.epoch === epoch) this.held.until = Math.max(this.held.until, until);
     else this.held = { epoch, until };
   }
@@ -85,6 +116,16 @@ export class ClaimFence implements ClaimGuard {
     for (const listener of this.listeners) queueMicrotask(() => listener(error));
   }
 
+  /**
+   * A lapsed holder is about to claim its shard again (its run has stopped): writes stay refused
+   * until a claim with an epoch newer than the lost one is held; the old claim's listeners go.
+   */
+  rearm(): void {
+    if (!this.lostWith) return;
+    this.rearmedAfter = this.held?.epoch ?? -1;
+    this.listeners = [];
+  }
+
   /** Called once when the claim is lost, however that is found out (a refused write included). */
   whenLost(listener: (error: ApiError) => void): void {
     this.listeners.push(listener);
@@ -95,12 +136,7 @@ export class ClaimFence implements ClaimGuard {
   /** The reason the claim was lost (null while held, or never held). */
   get lost(): ApiError | null {
     if (!this.lostWith && this.held && this.remainingMs() <= 0) {
-      this.lose(
-        shardClaimLost(
-          this.worker,
-          'its lease ran out: no renewal of the claim was acknowledged in time',
-        ),
-      );
+      this.lose(shardClaimLapsed(this.worker));
     }
     return this.lostWith;
   }

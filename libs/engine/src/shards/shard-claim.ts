@@ -47,6 +47,12 @@ export interface ShardClaimOptions {
    * holder is replaced at most this long after its claim went stale.
    */
   standbyPollMs?: number;
+  /**
+   * After a lapsed lease (no renewal acknowledged in time, no other holder seen) the engine
+   * claims its shard again and resumes, as a restarted process would (default true); false:
+   * the worker stays stopped with ShardClaimLost until it is restarted.
+   */
+  reclaimAfterLapse?: boolean;
   /** A standby: called at each look at the claim while it is held by another (or absent). */
   onStandby?: (holder: WorkerClaim | null) => void;
   /**
@@ -131,6 +137,7 @@ export class ShardClaim {
     let first: WorkerClaim | null = null;
     const beats = new Set<number>();
     for (;;) {
+      if (signal?.aborted) throw signal.reason ?? new Error('claiming the shard was aborted');
       const sent = this.fence.now();
       const held = await store.claim(this.worker, this.instance, this.staleMs);
       if (held.instance === this.instance) {
@@ -148,7 +155,7 @@ export class ShardClaim {
         throw this.duplicate(held);
       // A restart right after a crash finds its own dead predecessor's fresh claim: it goes
       // stale (by the destination's clock) unless its holder renews it.
-      await this.clock.sleep(Math.min(1_000, this.renewMs));
+      await this.clock.sleep(Math.min(1_000, this.renewMs), signal);
     }
     this.logger.info('shard claimed', { worker: this.worker, epoch: this.held.epoch });
     this.renew(store, onLost);
