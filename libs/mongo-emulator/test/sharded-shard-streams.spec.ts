@@ -471,6 +471,28 @@ suite('sharded topology: a shard read directly, as mongod shows it', () => {
     expect(tokenTime(stream.pbrt!).equals(again.operationTime as Timestamp)).toBe(true);
     await stream.close();
   });
+
+  it('appendOplogNote through mongos writes the note on every shard (mongos 6.0+)', async () => {
+    const reply = await router
+      .db('admin')
+      .command({ appendOplogNote: 1, data: { msg: 'through the router' } });
+    expect(reply.ok).toBe(1);
+    const times: Timestamp[] = [];
+    for (const shard of direct) {
+      const newest = await shard
+        .db('local')
+        .collection('oplog.rs')
+        .find({})
+        .sort({ $natural: -1 })
+        .limit(1)
+        .next();
+      expect(newest).toMatchObject({ op: 'n', o: { msg: 'through the router' } });
+      times.push(newest!.ts as Timestamp);
+    }
+    // The reply's operationTime is the latest of the shards' notes.
+    const latest = times.reduce((a, b) => (b.greaterThan(a) ? b : a));
+    expect((reply.operationTime as Timestamp).equals(latest)).toBe(true);
+  });
 });
 
 suite('sharded topology: periodic no-op writes on shard primaries', () => {

@@ -1,4 +1,5 @@
-import type { Document } from 'bson';
+import { Timestamp, type Document } from 'bson';
+import { compareTimestamps } from '../../clock/cluster-clock';
 import { asNumber } from '../../server/values';
 import type { RouterCommandDefinition } from './types';
 
@@ -26,3 +27,23 @@ export const broadcastCommands: RouterCommandDefinition[] = BROADCAST.map((name)
     return first!;
   },
 }));
+
+/**
+ * `appendOplogNote` through mongos (6.0+): a no-op on every shard's oplog, so a change stream
+ * merged over the shards passes the note whichever shard it waits on. The reply's operationTime
+ * is the latest note's.
+ */
+export const appendOplogNoteCommand: RouterCommandDefinition = {
+  name: 'appendOplogNote',
+  async run({ router, body, conn }) {
+    let latest: Timestamp | undefined;
+    for (const shard of router.shards) {
+      const reply = await shard.executor.execute(body, conn);
+      if (asNumber(reply.ok) === 0) return reply;
+      const time = reply.operationTime;
+      if (time instanceof Timestamp && (!latest || compareTimestamps(time, latest) > 0))
+        latest = time;
+    }
+    return router.local({}, latest);
+  },
+};

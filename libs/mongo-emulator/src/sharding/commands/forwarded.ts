@@ -18,7 +18,6 @@ const FORWARD_TO_FIRST_SHARD = [
   'getDefaultRWConcern',
   'startSession',
   'configureFailPoint',
-  'appendOplogNote',
   'emulatorStats',
 ];
 

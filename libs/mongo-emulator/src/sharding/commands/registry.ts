@@ -1,7 +1,7 @@
 import type { RouterCommandDefinition } from './types';
 import { helloCommand } from './hello';
 import { forwardedToFirstShardCommands } from './forwarded';
-import { broadcastCommands } from './broadcast';
+import { appendOplogNoteCommand, broadcastCommands } from './broadcast';
 import { notOnMongosCommands } from './not-on-mongos';
 import { isDbGridCommand } from './is-db-grid';
 import { listShardsCommand } from './list-shards';
@@ -41,6 +41,7 @@ export function defaultRouterCommands(): RouterCommandRegistry {
     helloCommand,
     ...forwardedToFirstShardCommands,
     ...broadcastCommands,
+    appendOplogNoteCommand,
     ...notOnMongosCommands,
     isDbGridCommand,
     listShardsCommand,
