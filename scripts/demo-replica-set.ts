@@ -88,6 +88,7 @@ async function main(): Promise<void> {
       '--port',
       String(port),
     ]);
+    worker.label = 'worker';
     started.push(worker);
     const api = `http://127.0.0.1:${port}/api/v1`;
     say(`Worker listening on ${api}`);

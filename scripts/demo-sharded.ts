@@ -66,11 +66,13 @@ async function main(): Promise<void> {
     EMULATOR,
     ...['--topology', 'sharded', '--shards', '2', '--name', 'src', '--port', '0', ...users],
   ]);
+  source.label = 'source emulator';
   started.push(source);
   const destination = await startNodeProcess<ShardedLine>([
     EMULATOR,
     ...['--topology', 'sharded', '--shards', '3', '--name', 'dst', '--port', '0', ...users],
   ]);
+  destination.label = 'destination emulator';
   started.push(destination);
   const redisPort = await freePort();
   const redis = await startProcess(
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
         ...['--cluster0', sourceUri, '--cluster1', destinationUri],
         ...['--id', id, '--redis', redisUrl, '--port', String(port)],
       ]);
+      worker.label = `worker ${id}`;
       started.push(worker);
       await waitUntilReady(`http://127.0.0.1:${port}/api/v1`);
       say(`Worker for shard ${id} on port ${port} (joined through Redis).`);
@@ -119,6 +122,7 @@ async function main(): Promise<void> {
       ...['--cluster0', sourceUri, '--cluster1', destinationUri],
       ...['--redis', redisUrl, '--port', String(apiPort)],
     ]);
+    coordinator.label = 'coordinator';
     started.push(coordinator);
     const api = `http://127.0.0.1:${apiPort}/api/v1`;
     await waitUntilReady(api);

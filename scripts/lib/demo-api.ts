@@ -1,4 +1,5 @@
 /** What both demos share: the worker/coordinator HTTP API as an operator drives it. */
+import type { ChildProcess } from 'node:child_process';
 
 export interface DemoProgress {
   state: string;
@@ -168,17 +169,44 @@ export function saySummary(summary: {
   process.exitCode = summary.ok ? 0 : 1;
 }
 
-/** Runs a demo: a failure is one line on stderr and exit code 1; started processes stop. */
+/**
+ * Runs a demo: a failure is one line on stderr and exit code 1, then the last lines each labelled
+ * process (workers, coordinator) printed, so the failure explains itself; started processes stop.
+ */
 export function runDemo(
   main: () => Promise<void>,
-  started: Array<{ stop(): Promise<void> }>,
+  started: Array<{
+    stop(): Promise<void>;
+    label?: string;
+    recentOutput?(): string[];
+    child?: ChildProcess;
+  }>,
 ): Promise<void> {
-  return main()
+  // A worker, coordinator or emulator that dies mid-demo fails it at once, not at a timeout.
+  let watch: NodeJS.Timeout | undefined;
+  const died = new Promise<never>((_, reject) => {
+    watch = setInterval(() => {
+      const dead = started.find(
+        (p) => p.child && (p.child.exitCode !== null || p.child.signalCode !== null),
+      );
+      if (!dead) return;
+      const how = dead.child!.signalCode ?? `code ${String(dead.child!.exitCode)}`;
+      reject(new Error(`${dead.label ?? 'a started process'} exited (${how}) while the demo ran`));
+    }, 500);
+  });
+  return Promise.race([main(), died])
     .catch((err: unknown) => {
       process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      for (const p of started) {
+        if (!p.label || !p.recentOutput) continue;
+        const lines = p.recentOutput();
+        process.stderr.write(`--- last ${lines.length} lines of ${p.label} ---\n`);
+        for (const line of lines) process.stderr.write(`${line}\n`);
+      }
       process.exitCode = 1;
     })
     .finally(async () => {
+      clearInterval(watch);
       for (const p of started.reverse()) await p.stop();
     });
 }

@@ -7,7 +7,14 @@ export interface Started<T> {
   child: ChildProcess;
   firstLine: T;
   stop(): Promise<void>;
+  /** The last lines the process printed (stdout and stderr), for a failure report. */
+  recentOutput(): string[];
+  /** What the process is, in a failure report ("worker src-shard0"). */
+  label?: string;
 }
+
+/** How many of a process's last output lines are kept for a failure report. */
+const KEPT_LINES = 40;
 
 /**
  * Spawns `node <args>` and resolves with the first stdout line that parses as JSON.
@@ -29,16 +36,23 @@ export function startProcess<T = string>(
 ): Promise<Started<T>> {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  const recent: string[] = [];
+  const keep = (line: string): void => {
+    recent.push(line.length > 2_000 ? `${line.slice(0, 2_000)}…` : line);
+    if (recent.length > KEPT_LINES) recent.shift();
+  };
   child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+    if (stderr.length < 64 * 1024) stderr += chunk.toString();
   });
+  createInterface({ input: child.stderr! }).on('line', keep);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`process did not start within ${timeoutMs} ms: ${stderr.trim()}`));
     }, timeoutMs);
     const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
+    lines.on('line', keep);
+    const onLine = (line: string): void => {
       let parsed: T;
       if (ready) {
         if (!ready.test(line)) return;
@@ -51,10 +65,15 @@ export function startProcess<T = string>(
         }
       }
       clearTimeout(timer);
-      lines.removeAllListeners('line');
-      child.stdout?.resume();
-      resolve({ child, firstLine: parsed, stop: () => stopProcess(child) });
-    });
+      lines.off('line', onLine);
+      resolve({
+        child,
+        firstLine: parsed,
+        stop: () => stopProcess(child),
+        recentOutput: () => [...recent],
+      });
+    };
+    lines.on('line', onLine);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`process exited with ${code} before starting: ${stderr.trim()}`));
