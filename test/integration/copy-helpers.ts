@@ -1,4 +1,5 @@
-import { EXACT_BSON, createSyncEngine } from '@sync/mongo';
+import { EXACT_BSON } from '@sync/mongo';
+import { createSyncEngine } from '../../apps/worker/src/composition/create-sync-engine';
 import { silentLogger, type SyncJob } from '@sync/engine';
 import type { StartRequest } from '@sync/contracts';
 import { BSON, type Document } from 'bson';

@@ -1,7 +1,8 @@
 import { Int32, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { SyncJob, type EngineLogger, type SyncJobOptions } from '@sync/engine';
-import { MongoClusterDirectory, mongoChangeApplication } from '@sync/mongo';
+import { MongoClusterDirectory } from '@sync/mongo';
+import { mongoChangeApplication } from '../../apps/worker/src/composition/create-sync-engine';
 import {
   CEA_TUNING,
   TUNING,

@@ -1,6 +1,10 @@
 import type { StartRequest } from '@sync/contracts';
 import { SyncJob, silentLogger, type EngineLogger, type SyncJobOptions } from '@sync/engine';
-import { MongoClusterDirectory, createSyncEngine, mongoChangeApplication } from '@sync/mongo';
+import { MongoClusterDirectory } from '@sync/mongo';
+import {
+  createSyncEngine,
+  mongoChangeApplication,
+} from '../../apps/worker/src/composition/create-sync-engine';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import {

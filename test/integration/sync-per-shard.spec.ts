@@ -1,6 +1,6 @@
 import { Int32, type Document } from 'bson';
 import { silentLogger } from '@sync/engine';
-import { createSyncEngine } from '@sync/mongo';
+import { createSyncEngine } from '../../apps/worker/src/composition/create-sync-engine';
 import { MongoClient } from 'mongodb';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';

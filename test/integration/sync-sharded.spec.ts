@@ -1,6 +1,6 @@
 import { Int32, type Document } from 'bson';
 import { silentLogger, type SyncJob } from '@sync/engine';
-import { createSyncEngine } from '@sync/mongo';
+import { createSyncEngine } from '../../apps/worker/src/composition/create-sync-engine';
 import { MongoClient } from 'mongodb';
 import { startTestCluster, type TestCluster } from '../helpers/clusters';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';

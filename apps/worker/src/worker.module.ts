@@ -3,7 +3,6 @@ import { BullModule } from '@nestjs/bullmq';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { CONTROL_PREFIX, UNSHARDED_WORKER_ID, commandQueueName } from '@sync/contracts';
-import { createSyncEngine } from '@sync/mongo';
 import {
   controlWallClock,
   readTestClockOffset,
@@ -12,6 +11,7 @@ import {
   type JsonLogger,
   type ServiceConfig,
 } from '@sync/service';
+import { createSyncEngine } from './composition/create-sync-engine';
 import { commandConsumerFor } from './control/command-consumer';
 import { CoordinatedEngine } from './control/coordinated-engine';
 import { MongoEpochRecord } from './control/epoch-record';

@@ -5,7 +5,6 @@ export * from './mongo-source-cluster';
 export * from './mongo-destination-cluster';
 export * from './mongo-job-store';
 export * from './mongo-cluster-directory';
-export * from './create-sync-engine';
 export * from './change-feed';
 export * from './change-writer';
 export * from './change-checkpoint-store';

@@ -62,8 +62,8 @@ class EngineLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
 }
 
 /**
- * The HTTP API of one sync instance, independent of how the engine is built: the worker passes
- * `createSyncEngine`, tests pass a fake.
+ * The HTTP API of one sync instance, independent of how the engine is built: the worker app
+ * passes its composition root (`createSyncEngine`), tests pass a fake.
  */
 @Module({})
 export class SyncApiModule implements NestModule {

@@ -1,9 +1,10 @@
 import type { EngineLogger, SyncEngine } from '@sync/engine';
 
 /**
- * How the worker obtains its engine: `createSyncEngine` from @sync/mongo in production, a fake in
- * tests. `onFatal` lets an engine that fails in the background stop the process (mongosync has
- * no error state: a fatal error is logged and the process exits; a restart resumes).
+ * How the API obtains its engine: the worker app passes its composition root (`createSyncEngine`,
+ * which wires the @sync/mongo adapters into the engine), tests pass a fake. `onFatal` lets an
+ * engine that fails in the background stop the process (mongosync has no error state: a fatal
+ * error is logged and the process exits; a restart resumes).
  */
 export interface EngineFactoryOptions {
   clusters: Record<string, string>;

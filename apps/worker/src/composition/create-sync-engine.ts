@@ -9,12 +9,15 @@ import {
   type SyncEngine,
   type SyncJobOptions,
 } from '@sync/engine';
-import { MongoCheckpointStore } from './change-checkpoint-store';
-import { MongoChangeFeed, type MongoChangeFeedOptions } from './change-feed';
-import { MongoDocumentLookup } from './change-lookup';
-import { MongoChangeWriter } from './change-writer';
-import { makeRedactor } from './connection-string';
-import { MongoClusterDirectory } from './mongo-cluster-directory';
+import {
+  MongoChangeFeed,
+  MongoChangeWriter,
+  MongoCheckpointStore,
+  MongoClusterDirectory,
+  MongoDocumentLookup,
+  makeRedactor,
+  type MongoChangeFeedOptions,
+} from '@sync/mongo';
 
 export interface CreateSyncEngineOptions {
   /** Launch names → connection strings (`{cluster0: 'mongodb://…', cluster1: '…'}`). */
