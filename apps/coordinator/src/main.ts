@@ -9,6 +9,8 @@ void runService({
   name: 'coordinator',
   usage: COORDINATOR_USAGE,
   requireRedis: true,
+  // Tuning is the workers' (each engine's): the coordinator refuses it in its --config.
+  engineTuning: false,
   preflight: async (config, logger) => {
     readCoordinatorSettings(process.env);
     await probeRedis(config.redis!, 5_000, (message, fields) => logger.warn(message, fields));

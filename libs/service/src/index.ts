@@ -7,6 +7,8 @@ export * from './config/launch-config.error';
 export * from './config/load-service-config';
 export * from './config/parse-launch-args';
 export * from './config/service-options.dto';
+export * from './config/tuning-options.dto';
+export * from './config/load-tuning';
 export * from './logging/json-logger';
 export * from './logging/log-levels';
 export * from './logging/log-sinks';

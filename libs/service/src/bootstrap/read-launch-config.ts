@@ -12,6 +12,8 @@ export interface LaunchProgram {
   name: string;
   usage: string;
   requireRedis?: boolean;
+  /** false: no sync engine runs here (the coordinator): `tuning` is refused, SYNC_TUNING unread. */
+  engineTuning?: boolean;
 }
 
 /**
@@ -37,6 +39,7 @@ export function readLaunchConfig(
         (path) => readFileSync(path, 'utf8'),
         {
           requireRedis: program.requireRedis === true,
+          engineTuning: program.engineTuning !== false,
         },
         env,
       ),

@@ -4,6 +4,7 @@ import { validateSync } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import type { ValueFlag } from './parse-launch-args';
 import { LaunchConfigError } from './launch-config.error';
+import { loadTuning, TUNING_ENV } from './load-tuning';
 import { isLoopbackHost, ServiceOptionsDto, type ServiceConfig } from './service-options.dto';
 
 const CONFIG_KEYS = [
@@ -19,6 +20,7 @@ const CONFIG_KEYS = [
   'standby',
   'claimRenewMs',
   'claimStaleMs',
+  'tuning',
 ] as const;
 
 /**
@@ -48,11 +50,24 @@ export type ReadTextFile = (path: string) => string;
 export function loadServiceConfig(
   flags: Partial<Record<ValueFlag, string>>,
   readFile: ReadTextFile,
-  rules: { requireRedis?: boolean } = {},
+  rules: {
+    requireRedis?: boolean;
+    /**
+     * false: the program runs no sync engine (the coordinator), so `tuning` in --config is
+     * refused and SYNC_TUNING is not read. Default true.
+     */
+    engineTuning?: boolean;
+  } = {},
   env: LaunchEnv = {},
 ): ServiceConfig {
   const { config: configPath, ...cliOptions } = flags;
-  const fromFile = configPath === undefined ? {} : readYamlConfig(configPath, readFile);
+  const { tuning: tuningInFile, ...fromFile } =
+    configPath === undefined ? {} : readYamlConfig(configPath, readFile);
+  if (rules.engineTuning === false && tuningInFile !== undefined) {
+    throw new LaunchConfigError(
+      `--config file ${configPath} has key tuning, which only a worker reads: put it in each worker's --config`,
+    );
+  }
   const fromEnv: Record<string, string> = {};
   for (const [key, name] of Object.entries(ENV_OPTIONS)) {
     const value = env[name];
@@ -71,6 +86,8 @@ export function loadServiceConfig(
         : '';
     throw new LaunchConfigError(`--${first.property}${viaEnv} ${message}`);
   }
+  const tuning =
+    rules.engineTuning === false ? undefined : loadTuning(tuningInFile, env[TUNING_ENV]);
   if (rules.requireRedis && options.redis === undefined) {
     throw new LaunchConfigError(
       `--redis is required: a redis:// or rediss:// URL (or ${ENV_OPTIONS.redis})`,
@@ -106,6 +123,7 @@ export function loadServiceConfig(
     ...(options.standby ? { standby: true } : {}),
     ...(options.claimRenewMs === undefined ? {} : { claimRenewMs: options.claimRenewMs }),
     ...(options.claimStaleMs === undefined ? {} : { claimStaleMs: options.claimStaleMs }),
+    ...(tuning === undefined ? {} : { tuning }),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   ValidateIf,
 } from 'class-validator';
 import { LOG_LEVELS, type LogLevel } from '../logging/log-levels';
+import type { SyncTuning } from './tuning-options.dto';
 
 /** Default API port, as mongosync (27182). */
 export const DEFAULT_PORT = 27182;
@@ -149,4 +150,6 @@ export interface ServiceConfig {
   /** Shard claim timing (defaults in ShardClaim: renew 1 s, stale 6 s). */
   claimRenewMs?: number;
   claimStaleMs?: number;
+  /** Engine tuning (`tuning` in --config, SYNC_TUNING); absent: the engine's defaults. */
+  tuning?: SyncTuning;
 }
