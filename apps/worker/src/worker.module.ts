@@ -12,6 +12,7 @@ import {
   type ServiceConfig,
 } from '@sync/service';
 import { createSyncEngine } from './composition/create-sync-engine';
+import { engineTuning } from './composition/engine-tuning';
 import { commandConsumerFor } from './control/command-consumer';
 import { CoordinatedEngine } from './control/coordinated-engine';
 import { MongoEpochRecord } from './control/epoch-record';
@@ -35,6 +36,8 @@ export class WorkerModule {
     logger: JsonLogger,
     onFatal: (error: unknown) => void,
     url: Promise<string>,
+    /** The composition root (tests pass a stand-in to see what the engine is given). */
+    createEngine: typeof createSyncEngine = createSyncEngine,
   ): DynamicModule {
     // This process's shard-claim instance: its engine claims with it, the coordinator shows it.
     const instance = randomBytes(8).toString('hex');
@@ -43,6 +46,10 @@ export class WorkerModule {
       staleMs: config.claimStaleMs ?? DEFAULT_CLAIM_STALE_MS,
     };
     const standby = !!config.standby && config.id !== undefined;
+    // `tuning` of --config / SYNC_TUNING, validated at launch; absent: the engine's defaults.
+    const tuned = engineTuning(config.tuning);
+    if (config.tuning)
+      logger.info('engine tuning from the launch config', { tuning: config.tuning });
     const agent = config.redis
       ? new WorkerAgent({
           redisUrl: config.redis,
@@ -65,9 +72,12 @@ export class WorkerModule {
       logger,
       engineFactory: async (options) => {
         const create = async () => {
-          const engine = await createSyncEngine({
+          const engine = await createEngine({
             ...options,
-            ...(options.id !== undefined ? { engine: { shardClaim: { ...claim, instance } } } : {}),
+            ...tuned,
+            ...(options.id !== undefined
+              ? { engine: { ...tuned.engine, shardClaim: { ...claim, instance } } }
+              : {}),
           });
           await agent?.becomeActive();
           agent?.attach(engine);

@@ -8,8 +8,8 @@ Options:
   --cluster0 <uri>     connection string of the cluster named "cluster0" (mongodb:// or mongodb+srv://)
   --cluster1 <uri>     connection string of the cluster named "cluster1"
   --config <file>      YAML file with any of the keys below (cluster0, cluster1, port, host, id,
-                       logPath, verbosity, redis, apiToken, standby, claimRenewMs, claimStaleMs);
-                       command-line flags override it
+                       logPath, verbosity, redis, apiToken, standby, claimRenewMs, claimStaleMs)
+                       and tuning (see Engine tuning); command-line flags override it
   --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
   --host <addr>        API address (default ${DEFAULT_HOST}; any other than loopback needs a token)
   --id <shardId>       id of this instance when one runs per source shard
@@ -30,6 +30,13 @@ Options:
 Secrets from the environment (flags win over it, it wins over --config; preferred to flags,
 which every local user sees in the process list): SYNC_CLUSTER0_URI, SYNC_CLUSTER1_URI,
 SYNC_REDIS_URL, SYNC_API_TOKEN; also SYNC_STANDBY, SYNC_CLAIM_RENEW_MS, SYNC_CLAIM_STALE_MS.
+
+Engine tuning: the key tuning in --config, with the groups copier, partitioning,
+changeApplication (feed), verification, historyGuard, retry and balancerWatch, e.g.
+  tuning: { copier: { concurrency: 8 }, changeApplication: { lanes: 16 } }
+or SYNC_TUNING holding the same mapping as YAML or JSON (merged over the file's, key by key).
+Absent keys keep the defaults; an unknown key or a bad value is refused (exit code 2). Every
+key, its default, range and trade-off: README.md, "Engine tuning".
 
 Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a fatal error, 2 on invalid options.
 `;

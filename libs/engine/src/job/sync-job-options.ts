@@ -50,7 +50,7 @@ export interface SyncJobOptions {
   inPlaceRetryBaseMs?: number;
   /** Oplog window guard tuning (see HistoryGuard). */
   historyGuard?: HistoryGuardOptions;
-  /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
+  /** How often a per-shard coordinator checks that the balancers stay off (default 10 s). */
   balancerWatchMs?: number;
   /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
   onCommitStep?: (step: string) => Promise<void>;

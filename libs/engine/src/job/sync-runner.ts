@@ -50,7 +50,7 @@ export interface SyncRunnerOptions {
   inPlaceRetryBaseMs?: number;
   /** Oplog window guard: how often it looks, when it warns. */
   historyGuard?: HistoryGuardOptions;
-  /** How often a per-shard coordinator checks that the balancers stay off (default 30 s). */
+  /** How often a per-shard coordinator checks that the balancers stay off (default 10 s). */
   balancerWatchMs?: number;
   /** Embedded verifier tuning (parallel ranges, live re-check pause). */
   verification?: Pick<
