@@ -287,6 +287,35 @@ export class MongoJobStore implements JobStore {
       await this.fencing.confirm(partitions, { _id: id }, epoch, 'marking a partition copied');
   }
 
+  /** One unordered bulk write for partitions finished together (the copy's group commit). */
+  async markPartitionsDone(
+    done: Array<{ id: string; bytes: number; documents: number }>,
+  ): Promise<void> {
+    if (done.length === 0) return;
+    const epoch = this.fencing.check();
+    const partitions = this.collection('partitions');
+    const result = await partitions.bulkWrite(
+      done.map((d) => ({
+        updateOne: {
+          filter: { _id: d.id as never, ...this.fencing.filter(epoch) },
+          update: {
+            $set: {
+              status: 'done',
+              copiedBytes: d.bytes,
+              copiedDocuments: d.documents,
+              ...(epoch !== undefined ? { [CLAIM_EPOCH]: epoch } : {}),
+            },
+          },
+        },
+      })),
+      { ordered: false },
+    );
+    if (result.matchedCount < done.length) {
+      for (const d of done)
+        await this.fencing.confirm(partitions, { _id: d.id }, epoch, 'marking a partition copied');
+    }
+  }
+
   /** The job document first: without it the partitions are garbage whatever happens next. */
   async deleteJob(): Promise<void> {
     const epoch = this.fencing.check();

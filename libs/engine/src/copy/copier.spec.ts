@@ -5,6 +5,7 @@ import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import {
   Copier as RealCopier,
   CopyWriteError,
+  GroupCommit,
   type CopierOptions,
   type CopyTargets,
 } from './copier';
@@ -211,6 +212,86 @@ describe('Copier memory bound', () => {
     controller.abort();
     expect(await run).toBe('aborted');
     expect(aborted.budget.held).toBe(0);
+  });
+});
+
+describe('Copier concurrency by partition size', () => {
+  /** 12 partitions of `db.c`, each read with a delay; the most read at once is recorded. */
+  async function peakReads(estimatedBytes: number | undefined): Promise<number> {
+    const source = new FakeCluster('src', replicaSet('a', 'a:1'));
+    const destination = new FakeCluster('dst', replicaSet('b', 'b:1'));
+    source.seed(
+      'db',
+      'c',
+      Array.from({ length: 120 }, (_, i) => ({ _id: i })),
+    );
+    source.readDelayMs = 15;
+    const parts = Array.from({ length: 12 }, (_, i) =>
+      partition(i, { ...(i > 0 ? { min: i * 10 } : {}), ...(i < 11 ? { max: (i + 1) * 10 } : {}) }),
+    );
+    destination.store.partitions = new Map(parts.map((p) => [p._id, { ...p }]));
+    let active = 0;
+    let peak = 0;
+    const read = source.read.bind(source);
+    source.read = async function* (...args: Parameters<FakeCluster['read']>) {
+      active += 1;
+      peak = Math.max(peak, active);
+      try {
+        yield* read(...args);
+      } finally {
+        active -= 1;
+      }
+    };
+    const sized: CopyTargets = {
+      resolve: () => ({
+        source: { db: 'db', coll: 'c' },
+        destination: { db: 'db', coll: 'c' },
+        ...(estimatedBytes !== undefined ? { estimatedBytes } : {}),
+      }),
+      relocate: async () => null,
+    };
+    const copier = new RealCopier(
+      source,
+      destination,
+      destination.store,
+      new CopyTally(),
+      silentLogger,
+      sized,
+      { ...options, raw: false, concurrency: 2, smallPartitionConcurrency: 8 },
+    );
+    expect(await copier.run(parts, new AbortController().signal)).toBe('completed');
+    expect(destination.collection('db', 'c')!.documents).toHaveLength(120);
+    expect([...destination.store.partitions.values()].every((p) => p.status === 'done')).toBe(true);
+    return peak;
+  }
+
+  it('small partitions run up to smallPartitionConcurrency at once; large ones up to concurrency', async () => {
+    expect(await peakReads(1024)).toBe(8);
+    expect(await peakReads(64 * 1024 * 1024)).toBe(2);
+    // Size unknown: treated as large.
+    expect(await peakReads(undefined)).toBe(2);
+  });
+});
+
+describe('GroupCommit', () => {
+  it('items added while a write runs go together in the next write; each add settles with its write', async () => {
+    const writes: number[][] = [];
+    let release: () => void = () => undefined;
+    let fail = false;
+    const group = new GroupCommit<number>(async (items) => {
+      writes.push(items);
+      await new Promise<void>((r) => (release = r));
+      if (fail) throw new Error('write refused');
+    });
+    const first = group.add(1);
+    const rest = [group.add(2), group.add(3)];
+    release(); // the first write (item 1) ends; 2 and 3 go together
+    await first;
+    await new Promise((r) => setImmediate(r));
+    fail = true;
+    release();
+    await expect(Promise.all(rest)).rejects.toThrow('write refused');
+    expect(writes).toEqual([[1], [2, 3]]);
   });
 });
 

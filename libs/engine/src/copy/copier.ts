@@ -16,6 +16,15 @@ import { InsertBatcher, type WriteBatch } from './insert-batcher';
 export interface CopierOptions {
   /** Partitions copied at the same time. */
   concurrency: number;
+  /**
+   * Small partitions (estimated under `smallPartitionBytes`) copied at the same time, in all
+   * (default 16; large ones stay within `concurrency`). Many small collections are bound by
+   * round trips, not bytes: more of them in flight hide the latency, and the byte budget
+   * (`maxBytesInFlight`) still bounds memory.
+   */
+  smallPartitionConcurrency?: number;
+  /** Below this estimated size a partition is small (default 4 MiB). */
+  smallPartitionBytes?: number;
   /** Bounds of one unordered insertMany. */
   writeBatchBytes: number;
   writeBatchDocuments: number;
@@ -35,7 +44,6 @@ export interface CopierOptions {
   /** Transient failures of one write batch are retried in place (see retryInPlace). */
   retry?: InPlaceRetryOptions;
 }
-
 
 /** One read batch as the copy loop sees it, whichever path produced it. */
 interface ReadBatch<T> {
@@ -58,6 +66,8 @@ export const DEFAULT_COPIER: CopierOptions = {
   writeBatchDocuments: 2_000,
   readBatchSize: 500,
   maxBytesInFlight: 16 * 1024 * 1024,
+  smallPartitionConcurrency: 16,
+  smallPartitionBytes: 4 * 1024 * 1024,
 };
 
 export type CopyOutcome = 'completed' | 'aborted';
@@ -70,6 +80,8 @@ export interface CopyTarget {
   destination: { db: string; coll: string };
   /** The collection UUID the source read must match. */
   uuid?: string;
+  /** The partition's estimated bytes (its collection's estimate ÷ its partitions), if known. */
+  estimatedBytes?: number;
   /** Keeps only the documents this worker owns (a per-shard sync); absent: all. */
   keep?: (doc: Document) => boolean;
   /**
@@ -122,12 +134,31 @@ export class Copier {
     const stop = AbortSignal.any([signal, failure.signal]);
     let firstError: unknown = null;
     let next = 0;
+    const { concurrency } = this.options;
+    const lanes = Math.max(concurrency, this.options.smallPartitionConcurrency ?? concurrency);
+    const smallBelow = this.options.smallPartitionBytes ?? DEFAULT_COPIER.smallPartitionBytes!;
+    // Large partitions take one of `concurrency` slots; small ones only a lane.
+    const large = new Slots(concurrency);
+    const marks = new GroupCommit<{ id: string; bytes: number; documents: number }>((done) =>
+      this.store.markPartitionsDone
+        ? this.store.markPartitionsDone(done)
+        : Promise.all(
+            done.map((d) => this.store.markPartitionDone(d.id, d.bytes, d.documents)),
+          ).then(() => undefined),
+    );
     const worker = async (): Promise<void> => {
       while (!stop.aborted && next < queue.length) {
         const partition = queue[next++]!;
         if (partition.status === 'done') continue;
+        const estimate = this.targets.resolve(partition).estimatedBytes;
+        const big = estimate === undefined || estimate >= smallBelow;
         try {
-          await this.copyPartition(partition, stop);
+          if (big) await large.take(stop);
+          try {
+            await this.copyPartition(partition, stop, marks);
+          } finally {
+            if (big) large.give();
+          }
         } catch (error) {
           if (stop.aborted && firstError === null && !(error instanceof CopyWriteError)) return;
           firstError ??= error;
@@ -136,10 +167,7 @@ export class Copier {
         }
       }
     };
-    const workers = Array.from(
-      { length: Math.max(1, Math.min(this.options.concurrency, queue.length)) },
-      worker,
-    );
+    const workers = Array.from({ length: Math.max(1, Math.min(lanes, queue.length)) }, worker);
     await Promise.all(workers);
     if (firstError !== null) throw firstError;
     return signal.aborted ? 'aborted' : 'completed';
@@ -151,13 +179,19 @@ export class Copier {
    * from its start under the new name (documents already written are duplicates). A collection
    * that is gone from the source is left as it is: its drop arrives as a change event.
    */
-  private async copyPartition(partition: PartitionRecord, signal: AbortSignal): Promise<void> {
+  private async copyPartition(
+    partition: PartitionRecord,
+    signal: AbortSignal,
+    marks: GroupCommit<{ id: string; bytes: number; documents: number }>,
+  ): Promise<void> {
     let target: CopyTarget | null = this.targets.resolve(partition);
     for (let attempt = 0; ; attempt++) {
       try {
         const documents = await this.copyRange(partition, target, signal);
         const bytes = this.tally.finish(partition._id);
-        await this.store.markPartitionDone(partition._id, bytes, documents);
+        // Recorded done only once its writes are acknowledged; marks finishing together share
+        // one job-store write.
+        await marks.add({ id: partition._id, bytes, documents });
         partition.status = 'done';
         partition.copiedBytes = bytes;
         partition.copiedDocuments = documents;
@@ -172,7 +206,7 @@ export class Copier {
           now: target ? `${target.source.db}.${target.source.coll}` : 'gone',
         });
         if (!target) {
-          await this.store.markPartitionDone(partition._id, 0, 0);
+          await marks.add({ id: partition._id, bytes: 0, documents: 0 });
           partition.status = 'done';
           return;
         }
@@ -344,5 +378,74 @@ export class CopyAbortedError extends Error {
   constructor() {
     super('copy aborted');
     this.name = 'CopyAbortedError';
+  }
+}
+
+/** `size` slots taken and given back; a taker waits (or gives up when `signal` fires). */
+class Slots {
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private free: number) {}
+
+  async take(signal: AbortSignal): Promise<void> {
+    if (this.free > 0) {
+      this.free -= 1;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const at = this.waiting.indexOf(granted);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(new CopyAbortedError());
+      };
+      const granted = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(granted);
+    });
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}
+
+/**
+ * Group commit: items added while a write is running go together in the next write; each
+ * `add` resolves once the write holding its item succeeded (and rejects with its failure).
+ */
+export class GroupCommit<T> {
+  private pending: Array<{ item: T; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private running = false;
+
+  constructor(private readonly write: (items: T[]) => Promise<void>) {}
+
+  add(item: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0);
+        try {
+          await this.write(batch.map((b) => b.item));
+          for (const b of batch) b.resolve();
+        } catch (error) {
+          for (const b of batch) b.reject(error);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
   }
 }

@@ -140,6 +140,10 @@ export class CopyRunner {
       }
     });
     session.partitions = [...session.partitions, ...fresh];
+    this.options.logger.info('partitions planned', {
+      collections: records.length,
+      partitions: fresh.length,
+    });
   }
 
   private copier(source: SourceCluster): Copier {
@@ -167,9 +171,11 @@ export class CopyRunner {
       this.session.job.phase === 'prepared'
         ? this.topology.initialCopyShare(this.session, record)
         : null;
+    const parts = Math.max(1, this.session.partitionsOf(record.key).length);
     return {
       source: this.sourceNames.get(record.key) ?? destination,
       destination,
+      estimatedBytes: record.estimatedBytes / parts,
       ...(isUuid(record.key) ? { uuid: record.key } : {}),
       ...(share?.keep ? { keep: share.keep, keepFields: share.keepFields } : {}),
     };

@@ -222,6 +222,10 @@ export interface JobStore {
   /** Writes partitions of a new set (idempotent upserts); invisible until the job names the set. */
   addPartitions(partitions: PartitionRecord[]): Promise<void>;
   markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void>;
+  /** Several partitions marked done in one write (optional: else one markPartitionDone each). */
+  markPartitionsDone?(
+    done: Array<{ id: string; bytes: number; documents: number }>,
+  ): Promise<void>;
   /** Deletes the job and everything it owns (used when a reverse moves the job). */
   deleteJob(): Promise<void>;
 }

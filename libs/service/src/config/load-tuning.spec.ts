@@ -178,7 +178,7 @@ describe('engine tuning in the launch config', () => {
     [
       'an unknown key in a group',
       'tuning:\n  copier: { concurency: 8 }\n',
-      'tuning.copier.concurency is not a tuning key (tuning.copier takes: concurrency, readBatchSize, writeBatchDocuments, writeBatchBytes, maxBytesInFlight, raw)',
+      'tuning.copier.concurency is not a tuning key (tuning.copier takes: concurrency, readBatchSize, writeBatchDocuments, writeBatchBytes, maxBytesInFlight, smallPartitionConcurrency, smallPartitionBytes, raw)',
     ],
     [
       'an unknown key two groups deep',

@@ -88,6 +88,12 @@ export class CopierTuningDto implements NonNullable<SyncTuning['copier']> {
   @IntIn(MiB, 4 * GiB, 'bytes')
   maxBytesInFlight?: number;
 
+  @IntIn(1, 256)
+  smallPartitionConcurrency?: number;
+
+  @IntIn(0, 4 * GiB, 'bytes')
+  smallPartitionBytes?: number;
+
   @IsBoolean({ message: 'must be true or false' })
   @ValidateIf((_object, value) => value !== undefined)
   raw?: boolean;
