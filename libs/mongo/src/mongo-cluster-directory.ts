@@ -7,7 +7,8 @@ import type {
   SourceCluster,
   WatermarkStore,
 } from '@sync/engine';
-import { MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
+import { CachingMongoClient } from './caching-client';
 import { leaseGuarded } from './claim-fencing';
 import { displayHost } from './connection-string';
 import { MongoDestinationCluster } from './mongo-destination-cluster';
@@ -43,7 +44,7 @@ export class MongoClusterDirectory implements ClusterDirectory {
 
   constructor(clusters: Record<string, string>, syncID: string, guard?: ClaimGuard) {
     for (const [name, uri] of Object.entries(clusters)) {
-      const client = new MongoClient(uri, {
+      const client = new CachingMongoClient(uri, {
         appName: 'cluster-sync',
         readConcern: { level: 'majority' },
         writeConcern: { w: 'majority', j: true },

@@ -1,5 +1,6 @@
 import ConnectionString from 'mongodb-connection-string-url';
-import { MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
+import { CachingMongoClient } from './caching-client';
 
 /** Options a router's connection string may carry that do not apply to a shard's replica set. */
 const ROUTER_ONLY = [
@@ -48,7 +49,7 @@ export class ShardConnections {
   client(shardHost: string): MongoClient {
     let client = this.clients.get(shardHost);
     if (!client) {
-      client = new MongoClient(shardConnectionString(this.routerUri, shardHost), {
+      client = new CachingMongoClient(shardConnectionString(this.routerUri, shardHost), {
         appName: 'cluster-sync',
         readPreference: 'primary',
         readConcern: { level: 'majority' },
