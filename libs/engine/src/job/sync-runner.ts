@@ -310,6 +310,7 @@ export class SyncRunner {
       logger: this.options.logger,
     });
     if (job.phase === 'planned') {
+      const began = this.options.clock.now();
       const prepared = await prepareDestination(
         session.destination,
         job.request,
@@ -321,6 +322,10 @@ export class SyncRunner {
       await session.save((j) => {
         j.namespaces = prepared;
         j.phase = 'prepared';
+      });
+      this.options.logger.info('destination prepared', {
+        collections: prepared.filter((ns) => ns.type === 'collection').length,
+        ms: Math.round(this.options.clock.now() - began),
       });
     }
     if (job.phase !== 'planned' && !(await topology.beforeCopy(session, signal))) return;

@@ -4,6 +4,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import { describeNamespace } from '../catalog/namespace-catalog';
+import { runPool } from '../verify/verify-pass';
 
 export interface SyncPlan {
   t0: Timestamp;
@@ -22,6 +23,9 @@ export interface SyncPlan {
  * idempotently, in stream order (catalog/ddl-plan.ts, createIndexesAsOfEvent in
  * catalog/event-router.ts).
  */
+/** Collections described at once while planning. */
+const DESCRIBE_CONCURRENCY = 8;
+
 export async function planSync(
   source: SourceCluster,
   filter: NamespaceFilter,
@@ -35,19 +39,27 @@ export async function planSync(
   for (const database of databases) {
     const listedAt = await source.clusterTime();
     const collections = await source.listCollections(database);
-    for (const info of collections.sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-    )) {
-      if (!filter.collectionSelected(database, info.name)) continue;
-      if (info.type === 'timeseries') {
+    const selected = collections
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .filter((info) => {
+        if (!filter.collectionSelected(database, info.name)) return false;
+        if (info.type !== 'timeseries') return true;
         logger.warn('time series collections are not supported; skipped', {
           database,
           collection: info.name,
         });
-        continue;
-      }
-      namespaces.push(await describeNamespace(source, database, info, listedAt));
-    }
+        return false;
+      });
+    // Described several at a time (two reads each: with many small collections the round
+    // trips are the cost), kept in name order.
+    const described: NamespaceRecord[] = [];
+    await runPool(
+      selected.map((info, i) => async () => {
+        described[i] = await describeNamespace(source, database, info, listedAt);
+      }),
+      DESCRIBE_CONCURRENCY,
+    );
+    namespaces.push(...described);
   }
   const listedUntil = await source.clusterTime();
   const estimatedTotalBytes = namespaces.reduce((sum, ns) => sum + ns.estimatedBytes, 0);

@@ -37,6 +37,8 @@ export interface VerifyTarget {
   metadataOnly?: boolean;
   /** Still being copied: only its copied partitions' ranges are checked, no metadata yet. */
   copying?: boolean;
+  /** The collection's estimated bytes (the catalog's): small ones are checked several at once. */
+  estimatedBytes?: number;
 }
 
 export interface NamespaceVerdict {

@@ -121,6 +121,11 @@ export interface VerificationOptions {
 
 const MAX_SAMPLES = 10;
 
+/** Below this a collection's ranges are light work for the live pass. */
+const SMALL_NAMESPACE_BYTES = 1024 * 1024;
+/** Light tasks (metadata checks, small collections' ranges) run at once in the live pass. */
+const LIGHT_CONCURRENCY = 8;
+
 /**
  * Bytes per read batch of a digest (on each side, per running range). Measured on 50k × 1 KB
  * documents, final pass at concurrency 4: batches of 1000 documents grew the worker's heap by
@@ -591,26 +596,36 @@ export class Verification {
         this.liveMismatches.set(name, mismatchOf(verdict));
       }
     };
+    // The live pass reads one large range at a time (it shares the clusters with change
+    // application); metadata checks and small collections' ranges — round trips, not bytes —
+    // go several at once beside it. The final pass runs everything `concurrency` at a time.
     const tasks: Array<() => Promise<void>> = [];
-    const add = (name: string, task: () => Promise<void>) => {
+    const light: Array<() => Promise<void>> = [];
+    const add = (name: string, task: () => Promise<void>, small = false) => {
       entryOf(name).remaining += 1;
-      tasks.push(async () => {
+      (small && phase === 'live' ? light : tasks).push(async () => {
         await task();
         done(name);
       });
     };
+    const isSmall = (target: VerifyTarget) =>
+      target.estimatedBytes !== undefined && target.estimatedBytes < SMALL_NAMESPACE_BYTES;
     for (const name of metadata) {
       const target = targets.get(name)!;
-      add(name, async () => {
-        const problems = await checkMetadata(source, destination, target, check);
-        entryOf(name).verdict.problems.unshift(...problems);
-        const state = tracker.get(target.database, target.collection);
-        if (state && phase === 'live') {
-          state.metadataOk = problems.length === 0;
-          state.metadataCheckedAt = this.options.clock.now();
-          state.metadataDiffers = problems.length === 0 ? 0 : state.metadataDiffers + 1;
-        }
-      });
+      add(
+        name,
+        async () => {
+          const problems = await checkMetadata(source, destination, target, check);
+          entryOf(name).verdict.problems.unshift(...problems);
+          const state = tracker.get(target.database, target.collection);
+          if (state && phase === 'live') {
+            state.metadataOk = problems.length === 0;
+            state.metadataCheckedAt = this.options.clock.now();
+            state.metadataDiffers = problems.length === 0 ? 0 : state.metadataDiffers + 1;
+          }
+        },
+        true,
+      );
     }
     for (const { state, ranges, ids } of work) {
       const name = state.name;
@@ -618,40 +633,44 @@ export class Verification {
       if (!target) continue; // not synced (anymore): nothing to compare
       const side = sides(target);
       for (const range of ranges) {
-        add(name, async () => {
-          const startSeq = tracker.sequence;
-          const result = await checkRange(
-            side.source,
-            side.destination,
-            target,
-            range.range,
-            check,
-          );
-          const equal = result.problems.length === 0;
-          if (!equal && phase === 'live' && result.complete) {
-            // Only these documents differ (likely writes not applied yet): re-checked alone.
-            tracker.rangeSettledExcept(
-              state,
-              range,
-              startSeq,
-              result.differing.map((id) => ({
-                id,
-                identity: documentIdentity(target.key ?? name, '', { _id: id }),
-              })),
+        add(
+          name,
+          async () => {
+            const startSeq = tracker.sequence;
+            const result = await checkRange(
+              side.source,
+              side.destination,
+              target,
+              range.range,
+              check,
             );
-          } else tracker.rangeChecked(state, range, startSeq, equal);
-          if (figures) {
-            figures.rangesRead += 1;
-            figures.documentsRead += result.source;
-          }
-          const { verdict } = entryOf(name);
-          verdict.documents.source += result.source;
-          verdict.documents.destination += result.destination;
-          if (result.problems.length > 0) {
-            verdict.mismatchedRanges.push(range.range);
-            sample(verdict, result.problems, result.ids);
-          }
-        });
+            const equal = result.problems.length === 0;
+            if (!equal && phase === 'live' && result.complete) {
+              // Only these documents differ (likely writes not applied yet): re-checked alone.
+              tracker.rangeSettledExcept(
+                state,
+                range,
+                startSeq,
+                result.differing.map((id) => ({
+                  id,
+                  identity: documentIdentity(target.key ?? name, '', { _id: id }),
+                })),
+              );
+            } else tracker.rangeChecked(state, range, startSeq, equal);
+            if (figures) {
+              figures.rangesRead += 1;
+              figures.documentsRead += result.source;
+            }
+            const { verdict } = entryOf(name);
+            verdict.documents.source += result.source;
+            verdict.documents.destination += result.destination;
+            if (result.problems.length > 0) {
+              verdict.mismatchedRanges.push(range.range);
+              sample(verdict, result.problems, result.ids);
+            }
+          },
+          isSmall(target),
+        );
       }
       for (let i = 0; i < ids.length; i += IDS_PER_READ) {
         const batch = ids.slice(i, i + IDS_PER_READ);
@@ -673,12 +692,10 @@ export class Verification {
         });
       }
     }
-    await runPool(
-      tasks,
-      phase === 'final' ? (this.options.concurrency ?? 4) : 1,
-      signal,
-      beforeTask,
-    );
+    await Promise.all([
+      runPool(tasks, phase === 'final' ? (this.options.concurrency ?? 4) : 1, signal, beforeTask),
+      runPool(light, LIGHT_CONCURRENCY, signal, beforeTask),
+    ]);
     return [...byName.values()].map((e) => e.verdict);
   }
 }
@@ -706,6 +723,7 @@ function targetOf(session: JobSession, record: NamespaceRecord, final: boolean):
     database: record.database,
     collection: record.collection,
     type: record.type,
+    estimatedBytes: record.estimatedBytes,
     ...(/^[0-9a-f]{32}$/.test(record.key) ? { uuid: record.key } : {}),
     ranges: ranges.length > 0 ? ranges : [{}],
     ...(never ? { indexNames: ['_id_'] } : {}),
