@@ -399,16 +399,20 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
   log(
     `bench --namespaces: ${n} collections; ${cpus().length} CPUs, load ${loadAvgStart.map((l) => l.toFixed(1)).join(' ')}`,
   );
+  const profileDir = options.profileDir
+    ? resolve(options.profileDir, new Date().toISOString().replace(/[:.]/g, '-'))
+    : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
   try {
     const namespaces = await measureNamespaces(n, {
-      profileDir: null,
+      profileDir,
       timeoutMs: Math.max(600_000, n * 100),
       log,
     });
     return {
       namespaces,
       machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
-      profileDir: null,
+      profileDir,
     };
   } finally {
     await stopAll();
@@ -418,7 +422,7 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
 export interface NamespacesOnlyResult {
   namespaces: NamespacesResult;
   machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
-  profileDir: null;
+  profileDir: string | null;
 }
 
 export interface CutoverOnlyResult {

@@ -121,6 +121,12 @@ export async function measureNamespaces(
       }
     }
     const startToCanCommitSeconds = (ready - startedAt) / 1000;
+    // Where start → canCommit went: the worker's log messages as they first appeared.
+    const phases = worker
+      .timeline()
+      .filter(([, at]) => at >= startedAt && at <= ready)
+      .map(([msg, at]) => `+${((at - startedAt) / 1000).toFixed(1)}s ${msg}`);
+    options.log(`  worker log, start → canCommit: ${phases.join(' | ')}`);
     const commitAt = Date.now();
     await post(worker.api, 'commit', {});
     let last: Document = {};

@@ -60,6 +60,8 @@ export interface WorkerProcess {
   logLine(text: string): Record<string, unknown> | null;
   /** Every fatal/error log line, for the report. */
   errors: string[];
+  /** Every distinct log message with the wall-clock ms it first appeared, in order. */
+  timeline(): Array<[string, number]>;
 }
 
 /**
@@ -123,6 +125,7 @@ export async function startWorker(
     started,
     api,
     logSeen: (text) => seen.get(text) ?? null,
+    timeline: () => [...seen],
     logLine: (text) => last.get(text) ?? null,
     errors,
   };
