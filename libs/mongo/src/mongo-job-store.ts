@@ -25,13 +25,21 @@ import { EXACT_BSON, toNumber } from './exact-bson';
  * epoch) and in the document — so once a successor stamped its newer epoch, a write of this
  * worker matches nothing and throws ShardClaimLost.
  */
+/** A catalog record as this store last wrote or read it. */
+interface WrittenRecord {
+  bytes: Buffer;
+  pos: number;
+  version: number;
+}
+
 export class MongoJobStore implements JobStore {
   private readonly fencing: Fencing;
   /**
    * The catalog as this store last wrote or read it: namespace key → its record's BSON and its
    * place in the catalog's order. Null before the first load or save (nothing known).
    */
-  private written: Map<string, { bytes: Buffer; pos: number }> | null = null;
+  /** Each current record's bytes, position and the catalog version it was written under. */
+  private written: Map<string, WrittenRecord> | null = null;
   private catalogVersion = 0;
   /** A save wrote catalog records and has not switched to them (it failed, or is under way). */
   private unswitched = false;
@@ -99,9 +107,9 @@ export class MongoJobStore implements JobStore {
       .find({ syncID: this.syncID }, EXACT_BSON)
       .sort({ key: 1, version: -1 })
       .toArray();
-    const current: Array<{ record: Document; pos: number }> = [];
+    const current: Array<{ record: Document; pos: number; version: number }> = [];
     const garbage: unknown[] = [];
-    const written = new Map<string, { bytes: Buffer; pos: number }>();
+    const written = new Map<string, WrittenRecord>();
     let last: string | null = null;
     for (const doc of docs) {
       const v = toNumber(doc.version);
@@ -111,12 +119,16 @@ export class MongoJobStore implements JobStore {
       }
       last = doc.key as string;
       if (doc.deleted) continue;
-      current.push({ record: doc.record as Document, pos: toNumber(doc.pos) });
+      current.push({ record: doc.record as Document, pos: toNumber(doc.pos), version: v });
     }
     current.sort((a, b) => a.pos - b.pos);
     const namespaces = normaliseNamespaces(current.map((c) => c.record));
     namespaces.forEach((n, i) =>
-      written.set(n.key, { bytes: recordBytes(n), pos: current[i]!.pos }),
+      written.set(n.key, {
+        bytes: recordBytes(n),
+        pos: current[i]!.pos,
+        version: current[i]!.version,
+      }),
     );
     this.written = written;
     this.catalogVersion = version;
@@ -151,7 +163,7 @@ export class MongoJobStore implements JobStore {
     }
     this.unswitched = true;
     const before = this.written!;
-    const after = new Map<string, { bytes: Buffer; pos: number }>();
+    const after = new Map<string, WrittenRecord>();
     let nextPos = 0;
     for (const w of before.values()) nextPos = Math.max(nextPos, w.pos + 1);
     const changed: Document[] = [];
@@ -159,12 +171,15 @@ export class MongoJobStore implements JobStore {
       const bytes = recordBytes(record);
       const known = before.get(record.key);
       const pos = known?.pos ?? nextPos++;
-      after.set(record.key, { bytes, pos });
-      if (!known || !known.bytes.equals(bytes)) changed.push({ key: record.key, pos, record });
+      if (!known || !known.bytes.equals(bytes)) {
+        changed.push({ key: record.key, pos, record });
+        after.set(record.key, { bytes, pos, version: -1 }); // the new version, set below
+      } else after.set(record.key, known);
     }
     const removed = [...before.keys()].filter((key) => !after.has(key));
     const version =
       changed.length > 0 || removed.length > 0 ? this.catalogVersion + 1 : this.catalogVersion;
+    for (const c of changed) after.get(c.key)!.version = version;
     const writes = [
       ...changed.map((c) => ({ key: c.key as string, doc: { pos: c.pos, record: c.record } })),
       ...removed.map((key) => ({ key, doc: { deleted: true } })),
@@ -199,13 +214,17 @@ export class MongoJobStore implements JobStore {
     this.written = after;
     this.catalogVersion = version;
     this.unswitched = false;
-    if (writes.length > 0) {
-      // Switched: the records these replaced are no longer visible to anyone.
+    // Switched: the records these replaced are no longer visible to anyone. Deleted by _id (the
+    // key and the version each was written under): point deletes, whatever the catalog's size.
+    // (One that fails is garbage the next load deletes.)
+    const replaced = writes
+      .map((w) => before.get(w.key))
+      .map((old, i) => (old ? `${this.syncID}|${writes[i]!.key}|${old.version}` : null))
+      .filter((id): id is string => id !== null);
+    for (let i = 0; i < replaced.length; i += 1000) {
       await this.collection('catalog')
         .deleteMany({
-          syncID: this.syncID,
-          key: { $in: writes.map((w) => w.key) },
-          version: { $lt: version },
+          _id: { $in: replaced.slice(i, i + 1000) as never[] },
           ...this.fencing.filter(epoch),
         })
         .catch(() => undefined);
