@@ -1,5 +1,5 @@
 import type { Document } from 'bson';
-import { isNumeric, toNum, toNumber } from '../bson/compare';
+import { compareValues, isNumeric, toNum, toNumber } from '../bson/compare';
 import { isDocument, type QueryCandidate } from '../bson/paths';
 import { CommandError } from '../errors';
 import { compileBitTest, type BitOp } from './bit-tests';
@@ -19,13 +19,31 @@ const whole = (c: QueryCandidate) => !c.expanded;
 
 function inTest(op: string, arg: unknown, ctx: MatchContext): CandidatesTest {
   if (!Array.isArray(arg)) throw new CommandError('BadValue', `${op} needs an array`);
-  const tests = arg.map((v) => {
+  for (const v of arg) {
     if (isDocument(v) && Object.keys(v)[0]?.startsWith('$')) {
       throw new CommandError('BadValue', `cannot nest $ under ${op}`);
     }
-    return equalityTest(v, ctx);
-  });
-  return (cands) => tests.some((t) => t(cands));
+  }
+  if (ctx.cmp !== compareValues) {
+    const tests = arg.map((v) => equalityTest(v, ctx));
+    return (cands) => tests.some((t) => t(cands));
+  }
+  // Simple collation: a string candidate equals exactly the identical strings, so the list's
+  // strings are one set lookup (mongod keeps $in's values in an ordered set, not a list);
+  // other values, and candidates that are not plain strings (a Symbol), are compared one by one.
+  const strings = new Set<string>();
+  const others: CandidatesTest[] = [];
+  for (const v of arg) {
+    if (typeof v === 'string') strings.add(v);
+    else others.push(equalityTest(v, ctx));
+  }
+  const stringTests = [...strings].map((v) => equalityTest(v, ctx));
+  return (cands) =>
+    cands.some((c) => c.exists && typeof c.value === 'string' && strings.has(c.value)) ||
+    others.some((t) => t(cands)) ||
+    (strings.size > 0 &&
+      cands.some((c) => c.exists && typeof c.value !== 'string') &&
+      stringTests.some((t) => t(cands)));
 }
 
 function sizeTest(arg: unknown): CandidatesTest {

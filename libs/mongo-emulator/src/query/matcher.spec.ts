@@ -1,4 +1,14 @@
-import { Binary, BSONRegExp, Decimal128, Double, Int32, Long, MaxKey, MinKey } from 'bson';
+import {
+  Binary,
+  BSONRegExp,
+  BSONSymbol,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MaxKey,
+  MinKey,
+} from 'bson';
 import type { Document } from 'bson';
 import { compileFilter } from './matcher';
 
@@ -77,6 +87,19 @@ describe('compileFilter: comparison operators', () => {
       2,
       'cannot nest $ under $in',
     ]);
+  });
+
+  it('$in over many strings: exact matches, array elements, symbols, mixed types, collation', () => {
+    const many = Array.from({ length: 5000 }, (_, i) => `k${i}`);
+    expect(m({ a: { $in: many } }, { a: 'k4999' })).toBe(true);
+    expect(m({ a: { $in: many } }, { a: 'K4999' })).toBe(false);
+    expect(m({ a: { $in: many } }, { a: ['x', 'k17'] })).toBe(true);
+    expect(m({ a: { $in: many } }, { a: new BSONSymbol('k3') })).toBe(true);
+    expect(m({ a: { $in: [...many, 7] } }, { a: new Int32(7) })).toBe(true);
+    expect(m({ a: { $in: many } }, { a: 7 })).toBe(false);
+    expect(m({ a: { $nin: many } }, { a: 'k1' })).toBe(false);
+    // A case-insensitive collation compares every value under it.
+    expect(m({ a: { $in: many } }, { a: 'K4999' }, { locale: 'en', strength: 2 })).toBe(true);
   });
 });
 
