@@ -157,6 +157,11 @@ export const API_ERRORS = {
     description:
       "The commit's verification found the destination different from the source: the commit is rolled back — source writes unblocked, the sync RUNNING again, the destination still closed — and progress.warnings (CommitRolledBack) names the namespaces and sample _ids. The differing documents stay marked for re-checking; call commit again.",
   },
+  CatalogTooLarge: {
+    httpStatus: 400,
+    description:
+      "The selection holds more namespaces than this worker's memory holds (the limit follows from its heap size, named in the description); nothing was changed. Narrow the selection, or start the worker with a larger heap (NODE_OPTIONS=--max-old-space-size=<MiB>).",
+  },
   // Appended by the engine owner (copy phase).
   DestinationNotEmpty: {
     httpStatus: 409,

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import {
   ChangeEventApplication,
   ClaimFence,
@@ -67,6 +68,7 @@ export async function createSyncEngine(
     phases: {
       changeApplication: mongoChangeApplication(directory, options.changeApplication, fence),
     },
+    maxNamespaces: namespaceLimit(),
     ...options.engine,
     ...(fence ? { shardClaim: { ...options.engine?.shardClaim, fence } } : {}),
     clusters: directory,
@@ -83,6 +85,33 @@ export async function createSyncEngine(
   });
   ready.catch(() => undefined); // reported through onFatal; callers may also await `ready`
   return Object.assign(job, { ready });
+}
+
+const MiB = 1024 * 1024;
+/**
+ * Heap one namespace of the sync takes in the worker at its peak: its catalog record (indexes,
+ * options), partitions, verification state, and the copies a job save makes of the catalog.
+ * Measured with `npm run bench -- --namespaces N` (peak RSS less the ~250 MB of an idle
+ * worker, over N): ~18 KiB at 20,000 namespaces; rounded up.
+ */
+const BYTES_PER_NAMESPACE = 24 * 1024;
+/** Heap kept for everything else (drivers, copy buffers, change application). */
+const HEAP_RESERVE = 384 * MiB;
+
+/**
+ * The most namespaces this worker's heap holds (V8's heap limit: NODE_OPTIONS
+ * --max-old-space-size raises it). A start selecting more is refused (CatalogTooLarge) instead
+ * of the worker running out of memory mid-copy.
+ */
+export function namespaceLimit(heapLimit = getHeapStatistics().heap_size_limit): {
+  limit: number;
+  why: string;
+} {
+  const limit = Math.max(1_000, Math.floor((heapLimit - HEAP_RESERVE) / BYTES_PER_NAMESPACE));
+  return {
+    limit,
+    why: `its heap limit is ${Math.round(heapLimit / MiB)} MiB and a namespace takes about ${BYTES_PER_NAMESPACE / 1024} KiB of it`,
+  };
 }
 
 /**

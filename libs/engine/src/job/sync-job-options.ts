@@ -52,6 +52,11 @@ export interface SyncJobOptions {
   historyGuard?: HistoryGuardOptions;
   /** How often a per-shard coordinator checks that the balancers stay off (default 10 s). */
   balancerWatchMs?: number;
+  /**
+   * The most namespaces this worker's memory holds (the composition root derives it from the
+   * heap limit): a start selecting more is refused with CatalogTooLarge. Absent: no limit.
+   */
+  maxNamespaces?: { limit: number; why: string };
   /** Test hook: awaited after each persisted commit step (lets tests "crash" mid-commit). */
   onCommitStep?: (step: string) => Promise<void>;
 }

@@ -204,6 +204,20 @@ describe('SyncJob', () => {
     await job.idle();
   });
 
+  it('refuses a selection larger than the worker can hold (CatalogTooLarge), changing nothing', async () => {
+    const { dst, directory } = world();
+    const job = await boot(directory, { maxNamespaces: { limit: 3, why: 'a test limit' } });
+    const error = await expectApiError(job.start(request()), 'CatalogTooLarge');
+    expect(error.message).toContain('at most 3 (a test limit)');
+    expect(error.message).toMatch(/holds \d+ namespaces/);
+    expect(job.state).toBe('IDLE');
+    expect(dst.store.job).toBeNull();
+    expect(dst.collection('shop', 'c0', false)).toBeUndefined();
+    // Narrowed to what fits, the same worker starts.
+    await job.start(request({ includeNamespaces: [{ database: 'crm' }] }));
+    expect(job.state).toBe('RUNNING');
+  });
+
   it('refuses a destination that already holds a selected namespace', async () => {
     const { dst, directory } = world();
     dst.seed('shop', 'c1', [{ _id: 1 }]);

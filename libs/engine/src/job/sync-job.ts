@@ -137,6 +137,7 @@ export class SyncJob implements SyncEngine {
         logger: this.logger,
         now: new Date(this.clock.now()),
         checkTopology: this.options.checkTopology,
+        maxNamespaces: this.options.maxNamespaces,
       });
       this.adopt({ job: started.job, partitions: [] }, started.hosts);
       this.current = 'RUNNING';

@@ -113,6 +113,8 @@ export async function startJob(
     shardId?: string;
     /** Per-shard: claims the shard for this process before anything is written. */
     claim?: (coordination: CoordinationStore) => Promise<void>;
+    /** The most namespaces this worker's memory holds (SyncJobOptions.maxNamespaces). */
+    maxNamespaces?: { limit: number; why: string };
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -183,6 +185,13 @@ export async function startJob(
       await destination.setBalancer(false);
     }
     const plan = await planSync(source, filter, logger);
+    const cap = deps.maxNamespaces;
+    if (cap && plan.namespaces.length > cap.limit) {
+      throw new ApiError(
+        'CatalogTooLarge',
+        `the selection holds ${plan.namespaces.length} namespaces; this worker's memory holds at most ${cap.limit} (${cap.why}). Narrow the selection (includeNamespaces/excludeNamespaces) and sync the rest in another sync, or give the worker a larger heap (NODE_OPTIONS=--max-old-space-size=<MiB>).`,
+      );
+    }
     const sourceSharded =
       sourceInfo.kind === 'sharded' ? await source.shardedCollections() : new Map();
     plan.namespaces = planSharding(request, plan.namespaces, sourceSharded);
