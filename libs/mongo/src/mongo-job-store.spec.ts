@@ -108,6 +108,23 @@ describe('MongoJobStore: the catalog as versioned records', () => {
     expect(loaded?.job.namespaces[0]!.indexes[0]!.v).toBeInstanceOf(Int32);
   });
 
+  it('saveJobState writes the job document alone, at the catalog version in force', async () => {
+    const store = new MongoJobStore(client, 'w');
+    // Before the store has written or read the catalog it cannot: the caller saves the job.
+    const { namespaces: _none, ...early } = job([]);
+    expect(await store.saveJobState(early)).toBe(false);
+    const namespaces = Array.from({ length: 50 }, (_, i) => ns(i));
+    await store.saveJob(job(namespaces));
+    const before = await catalog().countDocuments({});
+    const { namespaces: _all, ...state } = job(namespaces, 'committing');
+    expect(await store.saveJobState(state)).toBe(true);
+    expect(await catalog().countDocuments({})).toBe(before); // no record written or deleted
+    expect(await jobDoc()).toMatchObject({ note: 'committing', catalog: { version: 1 } });
+    const loaded = await new MongoJobStore(client, 'w').load();
+    expect((loaded?.job as unknown as { note: string }).note).toBe('committing');
+    expect(loaded?.job.namespaces.map((n) => n.key)).toEqual(namespaces.map((n) => n.key));
+  });
+
   it('a save that fails before its switch leaves the previous catalog in force', async () => {
     const store = new MongoJobStore(client, 'w', believes(1));
     const first = [ns(1), ns(2), ns(3)];

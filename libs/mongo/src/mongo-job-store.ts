@@ -231,6 +231,21 @@ export class MongoJobStore implements JobStore {
     }
   }
 
+  /** The job document alone, at the catalog version in force (see JobStore.saveJobState). */
+  async saveJobState(job: Omit<JobRecord, 'namespaces'>): Promise<boolean> {
+    if (this.written === null || this.unswitched) return false;
+    const epoch = this.fencing.check();
+    const version = this.catalogVersion;
+    await this.write('saving the job document', epoch, () =>
+      this.collection('jobs').replaceOne(
+        { _id: job._id as never, ...this.fencing.filter(epoch) },
+        this.stamped({ ...(job as unknown as Document), catalog: { version } }, epoch),
+        { upsert: true },
+      ),
+    );
+    return true;
+  }
+
   /**
    * Before the first save of a job this store has not read: what the stored catalog is. With a
    * job document in the new format, its catalog is read (only the changes are written then);

@@ -129,11 +129,32 @@ export class JobSession {
    */
   retry: InPlaceRetryOptions = {};
 
-  /** Mutates the job and persists it in one document write (serialised with other saves). */
-  save(mutate: (job: JobRecord) => void = () => undefined): Promise<void> {
+  /**
+   * Mutates the job and persists it in one document write (serialised with other saves).
+   * `catalogUnchanged`: the mutation leaves every namespace record as it is (a commit step's
+   * state): only the job document is written, at a cost that does not grow with the catalog.
+   */
+  save(
+    mutate: (job: JobRecord) => void = () => undefined,
+    options: { catalogUnchanged?: boolean } = {},
+  ): Promise<void> {
     const run = this.writing.then(async () => {
+      const namespaces = this.record.namespaces;
       mutate(this.record);
       this.record.updatedAt = new Date(this.clock.now());
+      if (
+        options.catalogUnchanged &&
+        this.record.namespaces === namespaces &&
+        this.store.saveJobState
+      ) {
+        const { namespaces: _catalog, ...state } = this.record;
+        const snapshot = deepSnapshot(state);
+        const saved = await retryInPlace('job write', () => this.store.saveJobState!(snapshot), {
+          clock: this.clock,
+          ...this.retry,
+        });
+        if (saved) return;
+      }
       const snapshot = deepSnapshot(this.record);
       await retryInPlace('job write', () => this.store.saveJob(snapshot), {
         clock: this.clock,

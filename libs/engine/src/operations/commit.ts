@@ -290,7 +290,7 @@ export async function runCommitSteps(
       throw failure;
     }
     state.step = step.name;
-    await session.save((job) => void (job.commit = { ...state }));
+    await session.save((job) => void (job.commit = { ...state }), { catalogUnchanged: true });
     await shared?.after(step.name);
     ctx.logger.info('commit step done', { step: step.name, ms: stepMs });
     await afterStep?.(step.name);
@@ -347,10 +347,13 @@ export async function runCommit(
   afterStep?: (step: string) => Promise<void>,
 ): Promise<void> {
   await runCommitSteps(ctx, afterStep);
-  await ctx.session.save((job) => {
-    job.commit = { ...job.commit!, step: COMMIT_DONE };
-    job.state = 'COMMITTED';
-  });
+  await ctx.session.save(
+    (job) => {
+      job.commit = { ...job.commit!, step: COMMIT_DONE };
+      job.state = 'COMMITTED';
+    },
+    { catalogUnchanged: true },
+  );
   ctx.logger.info('commit completed', { destination: ctx.session.job.destination.name });
 }
 

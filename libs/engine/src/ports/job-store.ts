@@ -219,13 +219,18 @@ export interface JobStore {
   /** The job and its visible partitions; deletes invisible (garbage) partition sets. */
   load(): Promise<PersistedJob | null>;
   saveJob(job: JobRecord): Promise<void>;
+  /**
+   * Optional: writes the job document alone, its catalog (the namespace records) unchanged since
+   * the last save or load — the cost of a commit step's save then does not grow with the
+   * namespace count. False when the store cannot (it must first write or read the catalog): the
+   * caller saves the whole job instead.
+   */
+  saveJobState?(job: Omit<JobRecord, 'namespaces'>): Promise<boolean>;
   /** Writes partitions of a new set (idempotent upserts); invisible until the job names the set. */
   addPartitions(partitions: PartitionRecord[]): Promise<void>;
   markPartitionDone(id: string, copiedBytes: number, copiedDocuments: number): Promise<void>;
   /** Several partitions marked done in one write (optional: else one markPartitionDone each). */
-  markPartitionsDone?(
-    done: Array<{ id: string; bytes: number; documents: number }>,
-  ): Promise<void>;
+  markPartitionsDone?(done: Array<{ id: string; bytes: number; documents: number }>): Promise<void>;
   /** Deletes the job and everything it owns (used when a reverse moves the job). */
   deleteJob(): Promise<void>;
 }
