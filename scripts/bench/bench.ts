@@ -406,6 +406,7 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
   try {
     const namespaces = await measureNamespaces(n, {
       profileDir,
+      kills: options.kills,
       timeoutMs: Math.max(600_000, n * 100),
       log,
     });

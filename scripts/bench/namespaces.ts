@@ -9,6 +9,7 @@
  */
 import { MongoClient, type Document } from 'mongodb';
 import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './processes';
+import { compareClusters } from '../lib/compare-clusters';
 import { post, progress } from './worker-copy';
 
 export const PER_DATABASE = 500;
@@ -30,6 +31,8 @@ export interface NamespacesResult {
   peakRssMB: number;
   /** Peak RSS over 250 MB, per namespace (bytes). */
   rssBytesPerNamespaceOver250: number;
+  /** With --kills: the SIGKILLs survived and the byte-for-byte comparison after commit. */
+  crashLoop?: { kills: number; documentsCompared: number; differences: number };
 }
 
 const nameOf = (i: number) => ({
@@ -64,7 +67,13 @@ async function createAll(
 
 export async function measureNamespaces(
   n: number,
-  options: { profileDir: string | null; timeoutMs: number; log: (line: string) => void },
+  options: {
+    profileDir: string | null;
+    timeoutMs: number;
+    log: (line: string) => void;
+    /** SIGKILL the worker this many times during its copy (restarted each time). */
+    kills?: number;
+  },
 ): Promise<NamespacesResult> {
   const source = await startEmulator('namespaces-source', options.profileDir);
   const destination = await startEmulator('namespaces-destination', options.profileDir);
@@ -81,21 +90,30 @@ export async function measureNamespaces(
       if (name.startsWith('raw_')) await dst.db(name).dropDatabase();
     options.log(`  destination creates ${Math.round(rawCreatePerSec)} collections/s directly`);
 
-    const worker = await startWorker(
-      source.firstLine.uri,
-      destination.firstLine.uri,
-      options.profileDir,
-      'namespaces',
-    );
-    const sampler = new RssSampler(worker.started.child, 200);
+    const launch = () =>
+      startWorker(
+        source.firstLine.uri,
+        destination.firstLine.uri,
+        options.profileDir,
+        'namespaces',
+      );
+    let worker = await launch();
+    let sampler = new RssSampler(worker.started.child, 200);
     let stopping = false;
-    worker.started.child.once('exit', (code, signal) =>
-      stopping
-        ? undefined
-        : options.log(
-            `  the worker exited (${code ?? signal}); its errors: ${worker.errors.slice(-5).join(' | ') || 'none logged'}`,
-          ),
-    );
+    let killing = false;
+    const watch = (w: typeof worker) =>
+      w.started.child.once('exit', (code, signal) =>
+        stopping || killing || w !== worker
+          ? undefined
+          : options.log(
+              `  the worker exited (${code ?? signal}); its errors: ${w.errors.slice(-5).join(' | ') || 'none logged'}`,
+            ),
+      );
+    watch(worker);
+    let killsLeft = options.kills ?? 0;
+    let killed = 0;
+    let nextKillAt = Date.now() + 4_000 + Math.random() * 6_000;
+    let peakRssMBBeforeKills = 0;
     const startedAt = Date.now();
     await post(worker.api, 'start', {
       source: 'cluster0',
@@ -106,7 +124,36 @@ export async function measureNamespaces(
     let ready: number | null = null;
     let shown = 0;
     while (ready === null) {
-      const p = await progress(worker.api);
+      if (killsLeft > 0 && Date.now() >= nextKillAt) {
+        // A crash loop: SIGKILL mid-copy, restart; the new process resumes the persisted job.
+        const before = await progress(worker.api).catch(() => null);
+        if (before && before.state === 'RUNNING' && !before.canCommit) {
+          peakRssMBBeforeKills = Math.max(
+            peakRssMBBeforeKills,
+            memoryOf(worker.started.child)?.hwmMB ?? 0,
+          );
+          sampler.stop();
+          const old = worker;
+          killing = true;
+          old.started.child.kill('SIGKILL');
+          await new Promise((resolve) => old.started.child.once('exit', resolve));
+          killing = false;
+          killed += 1;
+          killsLeft -= 1;
+          options.log(
+            `  SIGKILL ${killed} at ${Math.round((Date.now() - startedAt) / 1000)} s; restarting the worker`,
+          );
+          worker = await launch();
+          sampler = new RssSampler(worker.started.child, 200);
+          watch(worker);
+        }
+        nextKillAt = Date.now() + 4_000 + Math.random() * 6_000;
+      }
+      const p = await progress(worker.api).catch(() => null);
+      if (p === null) {
+        await sleep(200); // restoring its job (NotReady)
+        continue;
+      }
       if (p.canCommit) ready = Date.now();
       else if (Date.now() > deadline) throw new Error(`no canCommit in ${options.timeoutMs} ms`);
       else {
@@ -137,10 +184,28 @@ export async function measureNamespaces(
       await sleep(50);
     }
     const commitSeconds = (Date.now() - commitAt) / 1000;
+    options.log(
+      `  commit steps (ms): ${worker
+        .commitSteps()
+        .map((s) => `${s.step} ${s.ms}`)
+        .join(' | ')}`,
+    );
     sampler.stop();
-    const peakRssMB = memoryOf(worker.started.child)?.hwmMB ?? 0;
+    const peakRssMB = Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0);
     stopping = true;
     await worker.started.stop();
+    let crashLoop: NamespacesResult['crashLoop'];
+    if (options.kills) {
+      options.log('  comparing both clusters byte for byte...');
+      const report = await compareClusters(src, dst);
+      crashLoop = {
+        kills: killed,
+        documentsCompared: report.documents,
+        differences: report.differences.length,
+      };
+      if (report.differences.length > 0)
+        options.log(`  DIFFERENCES: ${JSON.stringify(report.differences.slice(0, 5))}`);
+    }
     const syncedPerSec = n / startToCanCommitSeconds;
     const result: NamespacesResult = {
       namespaces: n,
@@ -154,6 +219,7 @@ export async function measureNamespaces(
       finalPass: (last.verification as { finalPass?: Document } | undefined)?.finalPass ?? null,
       peakRssMB: round(peakRssMB),
       rssBytesPerNamespaceOver250: Math.max(0, Math.round(((peakRssMB - 250) * 1024 * 1024) / n)),
+      ...(crashLoop ? { crashLoop } : {}),
     };
     return result;
   } finally {
@@ -168,6 +234,11 @@ export function renderNamespaces(r: NamespacesResult): string[] {
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
     `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)`,
+    ...(r.crashLoop
+      ? [
+          `  crash loop                ${r.crashLoop.kills} SIGKILLs during the copy; after commit ${r.crashLoop.differences === 0 ? 'byte-equal' : `${r.crashLoop.differences} DIFFERENCES`} (${r.crashLoop.documentsCompared} documents compared)`,
+        ]
+      : []),
   ];
 }
 

@@ -30,6 +30,8 @@ export interface BenchOptions {
   cutoverOnly: boolean;
   /** Only (k): a sync of this many small collections (null: not run). */
   namespaces: number | null;
+  /** (k): SIGKILL the worker this many times during its copy (restarted each time). */
+  kills: number;
   /**
    * The embedded verifier in the worker runs of (c)–(f) (default on, as a user runs it). Off
    * measures change application alone, as the peer (which verifies nothing) is measured.
@@ -61,6 +63,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --namespaces N          only (k): N small collections (2 documents each, every third indexed,
                           500 per database) synced and committed; start → canCommit, commit →
                           COMMITTED, peak RSS, and the destination's own create rate
+  --kills K               with --namespaces: SIGKILL the worker K times during its copy (each
+                          time restarted; it resumes the persisted job), then compare both
+                          clusters byte for byte after commit
   --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
                           peer verifies nothing: off compares change application alone;
                           --sharded defaults to off: its read amplification is the sync's own)
@@ -98,6 +103,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipCutover: false,
     cutoverOnly: false,
     namespaces: null,
+    kills: 0,
     verification: true,
     verificationGiven: false,
     loadWriters: 1,
@@ -171,6 +177,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--namespaces':
         o.namespaces = Math.floor(positive(value()));
+        break;
+      case '--kills':
+        o.kills = Math.floor(positive(value()));
         break;
       case '--verification': {
         const v = value();

@@ -62,6 +62,8 @@ export interface WorkerProcess {
   errors: string[];
   /** Every distinct log message with the wall-clock ms it first appeared, in order. */
   timeline(): Array<[string, number]>;
+  /** Every `commit step done` line (step and ms), in order. */
+  commitSteps(): Array<{ step: string; ms: number }>;
 }
 
 /**
@@ -92,8 +94,11 @@ export async function startWorker(
   const seen = new Map<string, number>();
   const last = new Map<string, Record<string, unknown>>();
   const errors: string[] = [];
+  const steps: Array<{ step: string; ms: number }> = [];
   const note = (line: Record<string, unknown>): void => {
     const msg = typeof line.msg === 'string' ? line.msg : '';
+    if (msg === 'commit step done' && steps.length < 100)
+      steps.push({ step: String(line.step), ms: Number(line.ms) });
     if (!seen.has(msg)) seen.set(msg, Date.now());
     last.set(msg, line);
     if (line.level === 'ERROR' || line.level === 'FATAL') errors.push(msg);
@@ -126,6 +131,7 @@ export async function startWorker(
     api,
     logSeen: (text) => seen.get(text) ?? null,
     timeline: () => [...seen],
+    commitSteps: () => [...steps],
     logLine: (text) => last.get(text) ?? null,
     errors,
   };
