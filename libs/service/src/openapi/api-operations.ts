@@ -58,6 +58,7 @@ export const OPERATION_ERRORS = {
     'ChunkMigrationInProgress',
     'DuplicateShardWorker',
     'DestinationNotEmpty',
+    'CatalogTooLarge',
     'NotIdle',
   ],
   progress: [...ANY, 'InvalidRequest', 'RedisUnavailable'],
