@@ -177,11 +177,12 @@ describeEmulatorOnly('the failCommand fail point holds listIndexes at planning')
       await fill(c);
       const job = await engineFor(c);
       jobs.push(job);
-      // Every copy read waits: the DDL lands while the copy runs.
+      // Every copy read waits (long enough that the copy outlasts the DDL even with all its
+      // small partitions read at once): the DDL lands while the copy runs.
       await failPoint(c, 'alwaysOn', {
         failCommands: ['find', 'aggregate'],
         blockConnection: true,
-        blockTimeMS: 50,
+        blockTimeMS: 400,
       });
       await job.start(request());
       await redefine(c);
