@@ -608,8 +608,12 @@ export class Verification {
         done(name);
       });
     };
+    // Small: one range (one partition) of a collection under SMALL_NAMESPACE_BYTES — a
+    // collection split into several ranges is still read one range at a time.
     const isSmall = (target: VerifyTarget) =>
-      target.estimatedBytes !== undefined && target.estimatedBytes < SMALL_NAMESPACE_BYTES;
+      target.estimatedBytes !== undefined &&
+      target.estimatedBytes < SMALL_NAMESPACE_BYTES &&
+      target.ranges.length <= 1;
     for (const name of metadata) {
       const target = targets.get(name)!;
       add(
