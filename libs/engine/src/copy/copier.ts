@@ -137,8 +137,9 @@ export class Copier {
     const { concurrency } = this.options;
     const lanes = Math.max(concurrency, this.options.smallPartitionConcurrency ?? concurrency);
     const smallBelow = this.options.smallPartitionBytes ?? DEFAULT_COPIER.smallPartitionBytes!;
-    // Large partitions take one of `concurrency` slots; small ones only a lane.
-    const large = new Slots(concurrency);
+    // Large partitions take one of `concurrency` slots (a semaphore of one unit each); small
+    // ones only a lane.
+    const large = new ByteBudget(concurrency);
     const marks = new GroupCommit<{ id: string; bytes: number; documents: number }>((done) =>
       this.store.markPartitionsDone
         ? this.store.markPartitionsDone(done)
@@ -153,11 +154,11 @@ export class Copier {
         const estimate = this.targets.resolve(partition).estimatedBytes;
         const big = estimate === undefined || estimate >= smallBelow;
         try {
-          if (big) await large.take(stop);
+          if (big) await large.acquire(1, stop);
           try {
             await this.copyPartition(partition, stop, marks);
           } finally {
-            if (big) large.give();
+            if (big) large.release(1);
           }
         } catch (error) {
           if (stop.aborted && firstError === null && !(error instanceof CopyWriteError)) return;
@@ -378,40 +379,6 @@ export class CopyAbortedError extends Error {
   constructor() {
     super('copy aborted');
     this.name = 'CopyAbortedError';
-  }
-}
-
-/** `size` slots taken and given back; a taker waits (or gives up when `signal` fires). */
-class Slots {
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private free: number) {}
-
-  async take(signal: AbortSignal): Promise<void> {
-    if (this.free > 0) {
-      this.free -= 1;
-      return;
-    }
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        const at = this.waiting.indexOf(granted);
-        if (at >= 0) this.waiting.splice(at, 1);
-        reject(new CopyAbortedError());
-      };
-      const granted = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(granted);
-    });
-  }
-
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free += 1;
   }
 }
 
