@@ -28,12 +28,10 @@ describeEmulatorOnly('the demo starts its own emulated clusters')('demo (npm run
     runs.push(run);
     const exit = await run.waitForExit(300_000).catch(async (error: unknown) => {
       await run.stop();
-      throw new Error(`${String(error)}\nstdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`);
+      throw new Error(`${String(error)}\n${report(run)}`);
     });
     if (exit.code !== 0 || exit.signal !== null) {
-      throw new Error(
-        `demo ended with ${JSON.stringify(exit)}\nstdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`,
-      );
+      throw new Error(`demo ended with ${JSON.stringify(exit)}\n${report(run)}`);
     }
     // Connection strings carry the demo's passwords: they never reach the output.
     expect(run.stdout() + run.stderr()).not.toMatch(/(mongodb|redis):\/\/[^\s"]*@/);
@@ -43,6 +41,19 @@ describeEmulatorOnly('the demo starts its own emulated clusters')('demo (npm run
     expect(summary).not.toContain('DIFFERENCES FOUND');
     expect(run.stdout()).toMatch(/COMMITTED: canWrite=true, info="commit completed", lag 0s\./);
     return run.stdout();
+  }
+
+  /**
+   * A failed run's output, the part that explains it first: stderr (the demo's failure line and
+   * each process's last lines), then stdout with consecutive repeated progress lines dropped.
+   */
+  function report(run: ManagedProcess): string {
+    const stdout = run
+      .stdout()
+      .split('\n')
+      .filter((line, i, all) => i === 0 || line !== all[i - 1])
+      .join('\n');
+    return `stderr:\n${run.stderr()}\nstdout (repeated lines dropped):\n${stdout}`;
   }
 
   it('default: a sharded migration through the coordinator, one worker per shard', async () => {

@@ -2,6 +2,7 @@ import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap, type Type } from '@nestjs/common';
 import type { CommandJobData, CommandJobResult } from '@sync/contracts';
 import type { Job } from 'bullmq';
+import { resumeConsuming, stopConsuming } from './consumer-switch';
 import { WORKER_AGENT } from './worker-agent.lifecycle';
 import type { WorkerAgent } from './worker-agent';
 
@@ -23,16 +24,16 @@ export function commandConsumerFor(queueName: string): Type<WorkerHost> {
       // live process; a job taken meanwhile went back to the queue (NotTheLiveWorkerError).
       // Its shard claimed again after a lapsed lease, it takes the commands again.
       this.agent.onStopConsuming(
-        () => void this.worker.pause(true).catch(() => undefined),
+        () => void stopConsuming(this.worker).catch(() => undefined),
         () => {
           if (this.agent.isClosed) return;
-          if (this.worker.isRunning()) this.worker.resume();
-          else void this.worker.run().catch(() => undefined);
+          resumeConsuming(this.worker, () => !this.agent.isClosed && this.agent.consumes);
         },
       );
       this.agent.whenEngineReady(() => {
         if (this.agent.isClosed || !this.agent.consumes || this.worker.isRunning()) return;
-        void this.worker.run().catch(() => undefined);
+        if (this.worker.isPaused()) resumeConsuming(this.worker, () => this.agent.consumes);
+        else void this.worker.run().catch(() => undefined);
       });
     }
 
