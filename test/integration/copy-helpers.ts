@@ -84,3 +84,27 @@ export async function documentBytes(
     .toArray();
   return docs.map((d) => Buffer.from(BSON.serialize(d)).toString('hex'));
 }
+
+/**
+ * One short line per progress snapshot for a timeout's message — state, commit step, what it
+ * waits for, its failure — so a truncated CI log still shows where a worker stands.
+ */
+export function describeProgress(snapshots: Array<Record<string, unknown>>): string {
+  const keep = (value: unknown): unknown =>
+    typeof value === 'string' && value.length > 240 ? `${value.slice(0, 240)}…` : value;
+  return snapshots
+    .map((p) => {
+      const fields: Record<string, unknown> = {
+        syncID: p.syncID,
+        state: p.state,
+        canCommit: p.canCommit,
+        info: keep(p.info),
+        lag: p.lagTimeSeconds,
+        events: p.totalEventsApplied,
+      };
+      for (const [key, value] of Object.entries(p))
+        if (/commit|waiting|error|fail/i.test(key) && key !== 'canCommit') fields[key] = value;
+      return JSON.stringify(fields, (_, v: unknown) => keep(v));
+    })
+    .join(' | ');
+}

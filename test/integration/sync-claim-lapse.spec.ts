@@ -1,6 +1,7 @@
 import { Int32, type Document } from 'bson';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
-import { waitFor } from './copy-helpers';
+import { compareClusters } from '../../scripts/lib/compare-clusters';
+import { describeProgress, waitFor } from './copy-helpers';
 import { useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
@@ -137,3 +138,104 @@ describeOn('shardedClusters')('per-shard claim: a lapsed lease is claimed again'
     expect(fatal).toEqual([]);
   });
 });
+
+/**
+ * The lease lapses in the middle of a commit (the process paused after a commit step): the
+ * workers claim their shards again, restore the COMMITTING job and carry the commit on from
+ * the step they had reached; the destination ends equal to the source and writable.
+ */
+describe.each(['drained', 'verified'])(
+  'per-shard claim: a lease lapsed after commit step %s',
+  (pauseAfter) => {
+    describeOn('shardedClusters')('claimed again', () => {
+      const fixture = useShardedClusters({
+        source: `lc${pauseAfter.slice(0, 3)}src`,
+        destination: `lc${pauseAfter.slice(0, 3)}dst`,
+        sourceShards: 2,
+        destinationShards: 2,
+      });
+
+      it('the commit completes, the destination equal and writable', async () => {
+        const { source, src, dst } = fixture;
+        const [shard0, shard1] = source.shards.map((s) => s._id).sort() as [string, string];
+        const db = testDb('shop');
+        const items = () => src.db(db).collection<AnyDoc>('items');
+        await items().insertMany(
+          Array.from({ length: 50 }, (_, i) => ({ _id: new Int32(i), v: 0 })),
+        );
+        await src.db('admin').command({ shardCollection: testNs('shop.items'), key: { _id: 1 } });
+
+        const fatal: Error[] = [];
+        let paused = false;
+        const claim = { staleMs: 2_000, renewMs: 300 };
+        const onCommitStep = async (step: string): Promise<void> => {
+          if (step !== pauseAfter || paused) return;
+          paused = true;
+          freeze(2_600);
+        };
+        const w0 = await fixture.worker(shard0, {
+          shardClaim: claim,
+          onFatal: (e) => fatal.push(e),
+          onCommitStep,
+        });
+        const w1 = await fixture.worker(shard1, {
+          shardClaim: claim,
+          onFatal: (e) => fatal.push(e),
+        });
+        const both = [w0, w1];
+        const show = () =>
+          describeProgress(
+            both.map((w) => {
+              try {
+                return w.progress() as unknown as Record<string, unknown>;
+              } catch (e) {
+                return { state: String(e) };
+              }
+            }),
+          );
+        const all = (ok: (p: { state: string; canCommit: boolean }) => boolean) => () =>
+          both.every((w) => {
+            try {
+              return ok(w.progress());
+            } catch {
+              return false;
+            }
+          });
+        await w1.start(START);
+        await w0.start(START);
+        await waitFor(
+          all((p) => p.canCommit),
+          90_000,
+          'canCommit',
+          show,
+        );
+        await items().updateMany({}, { $set: { v: 1 } });
+        await waitFor(
+          all((p) => p.canCommit),
+          60_000,
+          'canCommit again',
+          show,
+        );
+
+        await w0.commit();
+        await w1.commit();
+        await waitFor(
+          all((p) => p.state === 'COMMITTED'),
+          90_000,
+          'COMMITTED after the lapse',
+          show,
+        );
+        expect(paused).toBe(true);
+        const report = await compareClusters(src, dst, { databases: [db] });
+        expect(report.differences).toEqual([]);
+        expect(await dst.db(db).collection('items').countDocuments({ v: 1 })).toBe(50);
+        // The destination took the application over: it accepts writes.
+        await dst
+          .db(db)
+          .collection<AnyDoc>('items')
+          .insertOne({ _id: new Int32(1000) });
+        expect(fatal).toEqual([]);
+      });
+    });
+  },
+);

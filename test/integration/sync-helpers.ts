@@ -181,6 +181,8 @@ export interface ShardedSyncFixture {
       shardClaim?: { staleMs: number; renewMs: number };
       onFatal?: (error: Error) => void;
       logger?: EngineLogger;
+      /** Called after each commit step this worker runs (a test pauses or fails there). */
+      onCommitStep?: (step: string) => Promise<void>;
     },
   ): Promise<SyncJob>;
 }
@@ -209,6 +211,7 @@ export function useShardedClusters(options: {
           ...TUNING,
           shardClaim: opts.shardClaim ?? { staleMs: 2_000, renewMs: 300 },
           balancerWatchMs: 200,
+          ...(opts.onCommitStep ? { onCommitStep: opts.onCommitStep } : {}),
         },
         changeApplication: CEA_TUNING,
       });

@@ -2,7 +2,7 @@ import { Int32, type Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
-import { waitFor } from './copy-helpers';
+import { describeProgress, waitFor } from './copy-helpers';
 import { useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
@@ -93,7 +93,7 @@ describeOn('shardedClusters')('per-shard reads (2 source shards)', () => {
     const w0 = await worker(shardA);
     await w0.start(START);
     const both = [w0, w1];
-    const show = () => JSON.stringify(both.map((w) => w.progress()));
+    const show = () => describeProgress(both.map((w) => w.progress()));
     await waitFor(
       () => both.every((w) => w.progress().canCommit === true),
       90_000,

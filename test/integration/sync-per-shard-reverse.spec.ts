@@ -2,7 +2,7 @@ import { Int32, type Document } from 'bson';
 import type { SyncJob } from '@sync/engine';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
-import { waitFor } from './copy-helpers';
+import { describeProgress, waitFor } from './copy-helpers';
 import { useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
@@ -77,7 +77,7 @@ describeOn('shardedClusters')('reverse of a per-shard sync (2 → 2 shards)', ()
     await lead.start(START);
     await follower.start(START);
     const both = () => [lead, follower];
-    const show = () => JSON.stringify(both().map((w) => w.progress()));
+    const show = () => describeProgress(both().map((w) => w.progress()));
     const allCanCommit = () => both().every((w) => w.progress().canCommit === true);
     const allIn = (state: string) => () => both().every((w) => w.progress().state === state);
     await waitFor(allCanCommit, 90_000, 'canCommit', show);

@@ -455,7 +455,9 @@ export class SyncJob implements SyncEngine {
     ).then(
       () => void (this.current = 'COMMITTED'),
       async (error: unknown) => {
-        if (this.closed) return;
+        // Stopped by a lost claim: a lapsed lease is being claimed again (the restored job
+        // carries the commit on from its step), or the loss was reported already.
+        if (this.closed || this.reclaiming || this.fatalInit) return;
         // The commit's checks failed before the destination opened: the application gets its
         // source back (never both clusters closed), the sync runs on, commit may be called again.
         if (rollsCommitBack(error)) {
