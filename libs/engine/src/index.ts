@@ -1,5 +1,7 @@
 export * from './sync-engine';
 export * from './ports';
+export * from './faults/fault-labels';
+export { isTransientFault, worthRunningAgain } from './faults/transient';
 export * from './namespaces/namespace-filter';
 export * from './plan/planner';
 export * from './prepare/destination-preparer';

@@ -1,6 +1,7 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { DestinationWriteError, type WriteOp } from '@sync/engine/apply';
-import { MongoBulkWriteError, MongoClient } from 'mongodb';
+import { labelsOf } from '@sync/engine';
+import { MongoBulkWriteError, MongoClient, MongoNetworkError } from 'mongodb';
 import { MongoChangeWriter, WriteConcernFailedError } from './change-writer';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
@@ -59,7 +60,12 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
   it('maps a duplicate key to a per-op failure when the write concern is met', async () => {
     const failures = await writer.bulkWrite(ns, conflicting);
     expect(failures).toEqual([
-      { index: 0, code: 11000, message: expect.stringContaining('E11000') },
+      {
+        index: 0,
+        code: 11000,
+        message: expect.stringContaining('E11000'),
+        faultLabels: new Set(['refused', 'duplicateKey']),
+      },
     ]);
   });
 
@@ -156,6 +162,93 @@ describe('MongoChangeWriter with a driver error carrying writeErrors and a write
     const writer = new MongoChangeWriter(fakeClient(plain));
     await expect(
       writer.bulkWrite({ db: 'd', coll: 'c' }, [{ kind: 'delete', filter: { _id: 1 } }]),
-    ).resolves.toEqual([{ index: 0, code: 11000, message: 'E11000' }]);
+    ).resolves.toEqual([
+      {
+        index: 0,
+        code: 11000,
+        message: 'E11000',
+        faultLabels: new Set(['refused', 'duplicateKey']),
+      },
+    ]);
+  });
+});
+
+describe('MongoChangeWriter only translates: per-op failures and errors come back labelled', () => {
+  function recordingClient(errors: unknown[]) {
+    const calls: unknown[][] = [];
+    const collection = {
+      bulkWrite: (models: unknown[]) => {
+        calls.push(models);
+        const error = errors.shift();
+        return error ? Promise.reject(error) : Promise.resolve({});
+      },
+    };
+    const client = { db: () => ({ collection: () => collection }) } as unknown as MongoClient;
+    return { client, calls };
+  }
+  const bulkError = (writeErrors: Array<{ index: number; code: number; errmsg: string }>) =>
+    new MongoBulkWriteError(
+      {
+        message: writeErrors[0].errmsg,
+        code: writeErrors[0].code,
+        writeErrors: writeErrors as never,
+      },
+      { getWriteConcernError: () => undefined } as never,
+    );
+  const replace = (_id: number): WriteOp => ({
+    kind: 'replace',
+    filter: { _id },
+    replacement: { _id },
+  });
+
+  it('sends a replace-upsert that met a duplicate key once (the write lane retries)', async () => {
+    const { client, calls } = recordingClient([
+      bulkError([{ index: 1, code: 11000, errmsg: 'E11000 duplicate key error' }]),
+    ]);
+    const failures = await new MongoChangeWriter(client).bulkWrite({ db: 'd', coll: 'c' }, [
+      replace(1),
+      replace(2),
+    ]);
+    expect(calls).toHaveLength(1);
+    expect(failures).toEqual([
+      {
+        index: 1,
+        code: 11000,
+        message: 'E11000 duplicate key error',
+        faultLabels: new Set(['refused', 'duplicateKey']),
+      },
+    ]);
+  });
+
+  it.each([
+    [10107, ['refused', 'transient']],
+    [64, ['refused', 'transient', 'writeConcern']],
+    [28, ['refused', 'shapeConflict']],
+    [121, ['refused']],
+  ])('labels a per-op failure with code %s: %j', async (code, labels) => {
+    const { client } = recordingClient([bulkError([{ index: 0, code, errmsg: 'x' }])]);
+    const [failure] = await new MongoChangeWriter(client).bulkWrite({ db: 'd', coll: 'c' }, [
+      replace(1),
+    ]);
+    expect([...(failure.faultLabels ?? [])].sort()).toEqual([...labels].sort());
+  });
+
+  it('labels a whole-bulk driver error it rethrows', async () => {
+    const thrown = new MongoNetworkError('connection reset');
+    const { client } = recordingClient([thrown]);
+    const error = await new MongoChangeWriter(client)
+      .bulkWrite({ db: 'd', coll: 'c' }, [replace(1)])
+      .catch((e: unknown) => e);
+    expect(error).toBe(thrown);
+    expect([...labelsOf(error)]).toEqual(['transient']);
+  });
+
+  it('labels WriteConcernFailedError', () => {
+    const error = new WriteConcernFailedError('d.c', 'timeout', 64);
+    expect([...labelsOf(error)].sort()).toEqual(['refused', 'transient', 'writeConcern']);
+    expect([...labelsOf(new WriteConcernFailedError('d.c', 'no nodes', 100))].sort()).toEqual([
+      'refused',
+      'writeConcern',
+    ]);
   });
 });

@@ -15,12 +15,9 @@ import {
   type WriteFailure,
   type WriteOp,
 } from '@sync/engine/apply';
-import type { ClaimGuard } from '@sync/engine';
+import { labelFault, labelsForCode, type ClaimGuard } from '@sync/engine';
 import { EXACT_BSON } from './exact-bson';
-
-const DUPLICATE_KEY = 11000;
-/** Two replace-upserts of one new _id can race (our write vs the copy's insert): retry a few. */
-const UPSERT_RETRIES = 3;
+import { labelDriverError, writeErrorLabels } from './fault-labelling';
 
 interface QueuedBulk {
   ns: Namespace;
@@ -43,6 +40,10 @@ interface QueuedBulk {
  * of one document in flight at once — the applier awaits a document's previous step).
  * Per-op failures are mapped back to each call's own indexes; a whole-bulk error rejects
  * every call in it.
+ *
+ * It only translates: ops to driver bulk operations, the driver's result and errors to
+ * per-op failures and errors carrying fault labels (fault-labelling.ts). Nothing is sent
+ * again here — the write lane retries (write-lane.ts).
  */
 export class MongoChangeWriter implements ChangeWriter {
   private queued = new Map<string, QueuedBulk>();
@@ -97,7 +98,7 @@ export class MongoChangeWriter implements ChangeWriter {
     }
     let failures: WriteFailure[];
     try {
-      failures = await this.bulkWriteNow(ns, ops);
+      failures = await this.bulkOnce(ns, ops);
     } catch (error) {
       for (const part of parts) part.reject(error);
       return;
@@ -109,23 +110,6 @@ export class MongoChangeWriter implements ChangeWriter {
       perPart[p].push({ ...failure, index: failure.index - starts[p] });
     }
     for (let p = 0; p < parts.length; p++) parts[p].resolve(perPart[p]);
-  }
-
-  private async bulkWriteNow(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
-    const final: WriteFailure[] = [];
-    let pending = ops.map((op, index) => ({ op, index }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const failures = await this.bulkOnce(
-        ns,
-        pending.map((p) => p.op),
-      );
-      const mapped = failures.map((f) => ({ ...f, index: pending[f.index].index }));
-      const racing = (f: WriteFailure) =>
-        f.code === DUPLICATE_KEY && ops[f.index].kind === 'replace' && attempt < UPSERT_RETRIES;
-      final.push(...mapped.filter((f) => !racing(f)));
-      pending = mapped.filter(racing).map((f) => ({ op: ops[f.index], index: f.index }));
-    }
-    return final;
   }
 
   /**
@@ -168,13 +152,14 @@ export class MongoChangeWriter implements ChangeWriter {
       // Checked first: per-op failures next to a write concern error must not hide it (the
       // writes that "succeeded" are not known to be durable, so no checkpoint may pass them).
       throwIfWriteConcernFailed(error, `${ns.db}.${ns.coll}`);
-      if (!(error instanceof MongoBulkWriteError)) throw error;
+      if (!(error instanceof MongoBulkWriteError)) throw labelDriverError(error);
       const list = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
-      if (list.length === 0) throw error; // not per-op (e.g. a network error)
+      if (list.length === 0) throw labelDriverError(error); // not per-op (e.g. a network error)
       return list.map((e: WriteError) => ({
         index: e.index,
         code: e.code,
         message: e.errmsg ?? '',
+        faultLabels: writeErrorLabels(e.code),
       }));
     }
   }
@@ -217,6 +202,7 @@ export class WriteConcernFailedError extends DestinationWriteError {
       true,
       options,
     );
+    labelFault(this, [...labelsForCode(code), 'writeConcern']);
   }
 }
 

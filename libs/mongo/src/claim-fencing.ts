@@ -57,16 +57,7 @@ export class Fencing {
 }
 
 /** A write refused by the epoch in its filter whose upsert then collided with the document. */
-export function isDuplicateKey(error: unknown): boolean {
-  const e = error as { code?: unknown; writeErrors?: unknown } | undefined;
-  if (e?.code === 11000) return true;
-  const list = Array.isArray(e?.writeErrors)
-    ? e.writeErrors
-    : e?.writeErrors
-      ? [e.writeErrors]
-      : [];
-  return list.some((w: { code?: unknown }) => w?.code === 11000);
-}
+export { isDuplicateKey } from './fault-labelling';
 
 function epochAt(doc: Document, path: string): number | undefined {
   let value: unknown = doc;

@@ -115,7 +115,7 @@ export class MongoCoordinationStore implements CoordinationStore {
       );
     } catch (error) {
       // Held by a live process: the upsert collides with its document.
-      if ((error as { code?: unknown }).code !== 11000) throw error;
+      if (!isDuplicateKey(error)) throw error;
     }
     held ??= await workers.findOne({ _id: worker as never });
     return held ? toClaim(held) : null;

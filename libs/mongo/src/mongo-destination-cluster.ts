@@ -1,9 +1,11 @@
-import type {
-  ClaimGuard,
-  ClusterDescription,
-  DestinationCluster,
-  IndexModification,
-  InsertResult,
+import {
+  labelFault,
+  labelsForCode,
+  type ClaimGuard,
+  type ClusterDescription,
+  type DestinationCluster,
+  type IndexModification,
+  type InsertResult,
 } from '@sync/engine';
 import { createRequire } from 'node:module';
 import { BSON, EJSON, type Document, type Timestamp } from 'bson';
@@ -11,9 +13,9 @@ import { MongoBulkWriteError, MongoServerError, WriteConcern, type MongoClient }
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
 import { EXACT_BSON } from './exact-bson';
+import { labelDriverError, writeErrorLabels } from './fault-labelling';
 import { balancerMode, isMongos, setBalancer } from './sharding-metadata';
 
-const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
 const NAMESPACE_NOT_FOUND = 26;
 
@@ -80,7 +82,7 @@ export class MongoDestinationCluster implements DestinationCluster {
       await this.client.db(database).command({ drop: collection });
     } catch (error) {
       if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return;
-      throw error;
+      throw labelDriverError(error);
     }
   }
 
@@ -144,7 +146,7 @@ export class MongoDestinationCluster implements DestinationCluster {
       return true;
     } catch (error) {
       if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
-      throw error;
+      throw labelDriverError(error);
     }
   }
 
@@ -174,7 +176,7 @@ export class MongoDestinationCluster implements DestinationCluster {
     } catch (error) {
       // NamespaceNotFound, IndexNotFound: already gone.
       if (error instanceof MongoServerError && [26, 27].includes(Number(error.code))) return;
-      throw error;
+      throw labelDriverError(error);
     }
   }
 
@@ -199,11 +201,11 @@ export class MongoDestinationCluster implements DestinationCluster {
       return { inserted: result.insertedCount, duplicates: 0 };
     } catch (error) {
       throwIfWriteConcernFailed(error, `${database}.${collection}`);
-      if (!(error instanceof MongoBulkWriteError)) throw error;
+      if (!(error instanceof MongoBulkWriteError)) throw labelDriverError(error);
       const errors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
       // No per-op error: the whole command failed (network, not primary...). Not a success.
-      if (errors.length === 0) throw error;
-      const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
+      if (errors.length === 0) throw labelDriverError(error);
+      const others = errors.filter((e) => !writeErrorLabels(e.code).has('duplicateKey'));
       if (others.length === 0) return { inserted: error.insertedCount, duplicates: errors.length };
       const first = others[0]!;
       throw new DocumentRejectedError(
@@ -245,7 +247,9 @@ export class MongoDestinationCluster implements DestinationCluster {
       bypassDocumentValidation: true,
     };
     if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
-    const reply = (await db.command(command)) as InsertReply;
+    const reply = (await db.command(command).catch((error: unknown) => {
+      throw labelDriverError(error);
+    })) as InsertReply;
     if (reply.writeConcernError) {
       const error = new MongoServerError({
         message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
@@ -254,7 +258,7 @@ export class MongoDestinationCluster implements DestinationCluster {
       throwIfWriteConcernFailed(error, namespace);
     }
     const errors = reply.writeErrors ?? [];
-    const others = errors.filter((e) => e.code !== DUPLICATE_KEY);
+    const others = errors.filter((e) => !writeErrorLabels(e.code).has('duplicateKey'));
     if (others.length > 0) {
       const first = others[0]!;
       const rejected = documents[first.index];
@@ -333,7 +337,7 @@ export class MongoDestinationCluster implements DestinationCluster {
       await command;
     } catch (error) {
       if (error instanceof MongoServerError && error.code === NAMESPACE_EXISTS) return;
-      throw error;
+      throw labelDriverError(error);
     }
   }
 }
@@ -357,6 +361,7 @@ export class DocumentRejectedError extends Error {
         (rejected > 1 ? ` (and ${rejected - 1} more document(s) of the same batch)` : ''),
     );
     this.name = 'DocumentRejected';
+    labelFault(this, [...labelsForCode(code), 'documentRejected']);
   }
 }
 

@@ -2,6 +2,7 @@ import { Timestamp, type Document } from 'bson';
 import { isSyncedNamespace } from './namespace-rules';
 import type { ChangeEvent, Namespace } from './change-event';
 import { HistoryLostError } from './errors';
+import { labelsForWriteCode } from '../faults/fault-labels';
 import type {
   EventRoute,
   EventRouter,
@@ -114,8 +115,14 @@ export class FakeWriter implements ChangeWriter {
       this.log.push(`${op.kind}:${id}`);
       if (op.kind === 'replace') this.docs.set(id, op.replacement);
       else if (op.kind === 'delete') this.docs.delete(id);
-      else if (this.failUpdates) failures.push({ index, code: 28, message: 'PathNotViable' });
-      else {
+      else if (this.failUpdates) {
+        failures.push({
+          index,
+          code: 28,
+          message: 'PathNotViable',
+          faultLabels: labelsForWriteCode(28),
+        });
+      } else {
         const doc = this.docs.get(id);
         if (doc) this.docs.set(id, { ...doc, ...(op.update.$set as Document) });
       }

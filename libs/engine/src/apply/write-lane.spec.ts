@@ -6,19 +6,22 @@ import { FakeLookup, FakeWriter } from './testing-fakes.spec-helper';
 import { WriteLane } from './write-lane';
 import type { WriteStep } from './write-step';
 import type { InPlaceRetryOptions } from '../faults/retry-in-place';
+import { labelsForWriteCode } from '../faults/fault-labels';
 
 const ns: Namespace = { db: 'd', coll: 'c' };
 
-/** A writer whose first bulk fails each op with `fail(op)` (undefined: succeeds). */
+/** A writer whose first `times` bulks fail each op with `fail(op)` (undefined: succeeds). */
 class FailingWriter extends FakeWriter {
-  constructor(private readonly fail: (op: WriteOp) => Omit<WriteFailure, 'index'> | undefined) {
+  constructor(
+    private readonly fail: (op: WriteOp) => Omit<WriteFailure, 'index'> | undefined,
+    private times = 1,
+  ) {
     super();
   }
-  private first = true;
   override async bulkWrite(target: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     const rest = await super.bulkWrite(target, ops);
-    if (!this.first) return rest;
-    this.first = false;
+    if (this.times <= 0) return rest;
+    this.times -= 1;
     return ops.flatMap((op, index) => {
       const f = this.fail(op);
       return f ? [{ index, ...f }] : [];
@@ -197,8 +200,10 @@ describe('WriteLane update fallback', () => {
   });
 
   it('names the operation kind of a failing replace', async () => {
-    const writer = new FailingWriter((op) =>
-      op.kind === 'replace' ? { code: 11000, message: 'E11000' } : undefined,
+    // Every try: a replace meeting a duplicate key is sent again (an upsert race) first.
+    const writer = new FailingWriter(
+      (op) => (op.kind === 'replace' ? { code: 11000, message: 'E11000' } : undefined),
+      Infinity,
     );
     const step: WriteStep = { kind: 'replace', filter: { _id: 3 }, replacement: { _id: 3 } };
     const { drained } = run(writer, new FakeLookup(), [[{ _id: 3 }, step]]);
@@ -231,6 +236,90 @@ describe('WriteLane update fallback', () => {
     writer.bulkWrite = () => Promise.reject(thrown);
     const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);
     await expect(drained).rejects.toBe(thrown);
+  });
+});
+
+describe('WriteLane: the one place a subset of a bulk is sent again', () => {
+  const replace = (_id: number): WriteStep => ({
+    kind: 'replace',
+    filter: { _id },
+    replacement: { _id, v: _id },
+  });
+  const duplicate = { code: 11000, message: 'E11000', faultLabels: labelsForWriteCode(11000) };
+
+  it('sends a replace-upsert that lost a duplicate-key race again at once, alone', async () => {
+    const writer = new FailingWriter((op) => (op.filter._id === 2 ? duplicate : undefined), 2);
+    const retried: string[] = [];
+    const { drained, applied } = run(
+      writer,
+      new FakeLookup(),
+      [
+        [{ _id: 1 }, replace(1)],
+        [{ _id: 2 }, replace(2)],
+      ],
+      instantRetry(3, retried),
+    );
+    await drained;
+    expect(writer.bulks.map((b) => b.ops.map((op) => op.filter._id))).toEqual([[1, 2], [2], [2]]);
+    expect(retried).toEqual([]); // not a retry in place: no backoff, not counted
+    expect(applied).toEqual([0, 1]);
+  });
+
+  it('gives a lasting duplicate key up after 3 more tries', async () => {
+    const writer = new FailingWriter(() => duplicate, Infinity);
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 7 }, replace(7)]]);
+    await expect(drained).rejects.toThrow('replace of _id 7 on d.c failed: E11000 (code 11000)');
+    expect(writer.bulks).toHaveLength(4);
+  });
+
+  it('never sends an update or a delete again for a duplicate key', async () => {
+    const writer = new FailingWriter(() => duplicate, Infinity);
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);
+    await expect(drained).rejects.toThrow('(code 11000)');
+    expect(writer.bulks).toHaveLength(1);
+  });
+});
+
+describe('WriteLane classifies per-write failures by their labels', () => {
+  it('retries in place a failure labelled transient, whatever its code', async () => {
+    const writer = new FailingWriter(() => ({
+      code: 4242,
+      message: 'labelled by the adapter',
+      faultLabels: new Set(['refused', 'transient'] as const),
+    }));
+    const retried: string[] = [];
+    const { drained, applied } = run(
+      writer,
+      new FakeLookup(),
+      [[{ _id: 1 }, update(1)]],
+      instantRetry(2, retried),
+    );
+    await drained;
+    expect(retried).toEqual(['write to d.c#1']);
+    expect(applied).toEqual([0]);
+  });
+
+  it('reads a labelled failure by its labels, not its code', async () => {
+    // Code 28 (a shape conflict by code) labelled only `refused`: no lookup, the lane stops.
+    const writer = new FailingWriter(() => ({
+      code: 28,
+      message: 'PathNotViable',
+      faultLabels: new Set(['refused'] as const),
+    }));
+    const lookup = new FakeLookup();
+    const { drained } = run(writer, lookup, [[{ _id: 1 }, update(1)]], instantRetry(2));
+    const error = await drained.catch((e: unknown) => e);
+    expect(error).toMatchObject({ isRetryable: false });
+    expect(lookup.calls).toBe(0);
+  });
+
+  it('makes a failure labelled writeConcern retryable by the run', async () => {
+    const writer = new FailingWriter(() => ({
+      message: 'not durable',
+      faultLabels: new Set(['writeConcern'] as const),
+    }));
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);
+    await expect(drained.catch((e: unknown) => e)).resolves.toMatchObject({ isRetryable: true });
   });
 });
 

@@ -2,7 +2,8 @@ import { BSON, EJSON, type Document } from 'bson';
 import { nsKey, type Namespace } from './change-event';
 import { ApplyError, DestinationWriteError } from './errors';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
-import { TRANSIENT_CODES, describeFault, worthRunningAgain } from '../faults/transient';
+import { describeFault, worthRunningAgain } from '../faults/transient';
+import { hasFaultLabel, labelFault } from '../faults/fault-labels';
 import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './ports';
 import type { DocumentWrite, WriteStep } from './write-step';
 import type { AppliedWrites } from './change-applier';
@@ -195,11 +196,11 @@ export class WriteLane {
       if (
         this.deps.keyspace &&
         op?.kind === 'replace' &&
-        failure.code === DUPLICATE_KEY &&
+        hasFaultLabel(failure, 'duplicateKey') &&
         hasShardKeyFilter(op)
       ) {
         moves.push(this.settleMove(ns, op, failure));
-      } else if (op?.kind === 'update' && isShapeConflict(failure.code)) {
+      } else if (op?.kind === 'update' && hasFaultLabel(failure, 'shapeConflict')) {
         reshaped.push(failure);
       } else {
         throw writeError(ns, op, failure);
@@ -257,7 +258,7 @@ export class WriteLane {
       const result = await this.write(ns, [write]);
       if (result.length === 0) return;
       last = result[0];
-      if (last.code !== DUPLICATE_KEY) throw writeError(ns, write, last);
+      if (!hasFaultLabel(last, 'duplicateKey')) throw writeError(ns, write, last);
     }
     throw writeError(ns, op, last);
   }
@@ -295,10 +296,13 @@ export class WriteLane {
   /**
    * One unordered bulk, retried in place while it fails transiently: the whole bulk when the
    * command failed (a failover, a dropped connection), only the failed writes when some writes
-   * failed with a transient code. Every write here is idempotent (replace-upsert, delete by
-   * key, an update that sets values), so one that took effect before its reply was lost is
-   * harmless to send again; writes of one bulk address distinct documents, so a subset sent
-   * again keeps every document's order.
+   * failed transiently. Every write here is idempotent (replace-upsert, delete by key, an update
+   * that sets values), so one that took effect before its reply was lost is harmless to send
+   * again; writes of one bulk address distinct documents, so a subset sent again keeps every
+   * document's order. The one place a subset of a bulk is sent again (the writer only
+   * translates): also a replace-upsert that met a duplicate key, at once and at most
+   * UPSERT_RETRIES times — two upserts of one new `_id` race (this write and the copy's
+   * insert), and the loser finds the document on its next try.
    */
   private async write(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     let pending = ops.map((op, index) => ({ op, index }));
@@ -307,13 +311,8 @@ export class WriteLane {
       return await retryInPlace(
         `write to ${nsKey(ns)}`,
         async () => {
-          const failures = await this.deps.writer.bulkWrite(
-            ns,
-            pending.map((p) => p.op),
-          );
-          const mapped = failures.map((f) => ({ ...f, index: pending[f.index].index }));
-          const transient = mapped.filter(isTransientFailure);
-          settled.push(...mapped.filter((f) => !isTransientFailure(f)));
+          const { transient, failed } = await this.sendRacing(ns, ops, pending);
+          settled.push(...failed);
           if (transient.length === 0) return settled;
           pending = transient.map((f) => ({ op: ops[f.index], index: f.index }));
           throw new TransientWriteFailures(transient);
@@ -324,6 +323,38 @@ export class WriteLane {
       if (error instanceof TransientWriteFailures) return [...settled, ...error.failures];
       throw commandFailed(ns, ops.length, error);
     }
+  }
+
+  /**
+   * Sends `pending` (writes of `ops`, by index), then again the replace-upserts that lost a
+   * duplicate-key race; returns the failures left by their indexes in `ops`: the transient ones
+   * (to retry in place) and the others.
+   */
+  private async sendRacing(
+    ns: Namespace,
+    ops: WriteOp[],
+    pending: Array<{ op: WriteOp; index: number }>,
+  ): Promise<{ transient: WriteFailure[]; failed: WriteFailure[] }> {
+    const transient: WriteFailure[] = [];
+    const failed: WriteFailure[] = [];
+    let batch = pending;
+    for (let race = 0; batch.length > 0; race++) {
+      const failures = await this.deps.writer.bulkWrite(
+        ns,
+        batch.map((p) => p.op),
+      );
+      const mapped = failures.map((f) => ({ ...f, index: batch[f.index].index }));
+      const racing = (f: WriteFailure) =>
+        race < UPSERT_RETRIES &&
+        ops[f.index].kind === 'replace' &&
+        hasFaultLabel(f, 'duplicateKey');
+      for (const f of mapped) {
+        if (racing(f)) continue;
+        (hasFaultLabel(f, 'transient') ? transient : failed).push(f);
+      }
+      batch = mapped.filter(racing).map((f) => ({ op: ops[f.index], index: f.index }));
+    }
+    return { transient, failed };
   }
 
   private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
@@ -365,33 +396,6 @@ export class WriteLane {
   }
 }
 
-/**
- * Server codes of an update that cannot apply to the destination's current shape of the
- * document, which a newer source state explains (a replayed `$set a.b` where `a` is now a
- * scalar, a `$push … $slice` onto a field that is no longer an array, a document grown past
- * 16MB by replaying onto a newer state...). Re-reading the document from the source resolves
- * them; nothing else may be turned into a lookup.
- */
-const SHAPE_CONFLICT_CODES: ReadonlySet<number> = new Set([
-  2, // BadValue: "$push/$slice: the field must be an array but is of type …"
-  14, // TypeMismatch
-  28, // PathNotViable: "Cannot create field 'b' in element {a: 1}"
-  40, // ConflictingUpdateOperators (defensive: translateUpdate never builds one)
-  10334, // BSONObjectTooLarge: resulting document after update too large (newer servers)
-  17419, // the same on older servers
-]);
-
-/** Write concern codes a writer may report per op: the write may succeed when run again. */
-const WRITE_CONCERN_CODES: ReadonlySet<number> = new Set([
-  64, // WriteConcernFailed (wtimeout)
-  100, // UnsatisfiableWriteConcern
-]);
-
-/** Per-write failures that the same write may not meet again (failover, write concern timeout). */
-function isTransientFailure(failure: WriteFailure): boolean {
-  return failure.code !== undefined && TRANSIENT_CODES.has(failure.code);
-}
-
 /** Some writes of a bulk failed transiently (thrown only to be retried in place). */
 class TransientWriteFailures extends Error {
   readonly code: number | undefined;
@@ -400,6 +404,7 @@ class TransientWriteFailures extends Error {
     super(`${failures.length} writes failed: ${failures[0]?.message ?? ''}`);
     this.name = 'TransientWriteFailures';
     this.code = failures[0]?.code;
+    labelFault(this, ['transient']);
   }
 }
 
@@ -421,17 +426,13 @@ function commandFailed(ns: Namespace, writes: number, error: unknown): Error {
   return located;
 }
 
-function isShapeConflict(code: number | undefined): boolean {
-  return code !== undefined && SHAPE_CONFLICT_CODES.has(code);
-}
-
 function writeError(ns: Namespace, op: WriteOp | undefined, failure: WriteFailure) {
   const id = op ? ` of _id ${renderId(op.filter)}` : '';
   return new DestinationWriteError(
     `${op?.kind ?? 'write'}${id} on ${nsKey(ns)} failed: ${failure.message}` +
       (failure.code !== undefined ? ` (code ${failure.code})` : ''),
-    failure.code !== undefined &&
-      (WRITE_CONCERN_CODES.has(failure.code) || TRANSIENT_CODES.has(failure.code)),
+    // A write concern not met, or a transient failure: the write may succeed when run again.
+    hasFaultLabel(failure, 'transient') || hasFaultLabel(failure, 'writeConcern'),
     { cause: failure },
   );
 }
@@ -460,7 +461,8 @@ function keyOf(step: WriteStep | undefined): Document | undefined {
   return step.kind === 'lookup' || step.kind === 'retire' ? step.documentKey : step.filter;
 }
 
-const DUPLICATE_KEY = 11000;
+/** Two replace-upserts of one new `_id` can race (this write vs the copy's insert): retry a few. */
+const UPSERT_RETRIES = 3;
 /** A move settled from the source meets yet another version at most this often in a row. */
 const MOVE_ATTEMPTS = 5;
 

@@ -1,7 +1,8 @@
 import type { Timestamp } from 'bson';
 import { ApiError } from '@sync/contracts';
 import { ApplyError } from '../apply/errors';
-import { TRANSIENT_CODES, looksTransient, worthRunningAgain } from '../faults/transient';
+import { isTransientFault, worthRunningAgain } from '../faults/transient';
+import { hasFaultLabel } from '../faults/fault-labels';
 import { RetryCounter, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { isSyncedNamespace } from '../apply/namespace-rules';
 import { CatalogEventRouter } from '../catalog/event-router';
@@ -467,13 +468,12 @@ export class TransientFaultBudgetExhaustedError extends Error {
 export function isPermanent(error: Error): boolean {
   if (error instanceof ApiError) return true;
   // A server's answer with a code (e.g. a refused shardCollection) repeats on every retry.
-  const code = (error as { code?: unknown }).code;
   if (
-    typeof code === 'number' &&
+    hasFaultLabel(error, 'refused') &&
     !(error instanceof ApplyError) &&
     !(error instanceof CopyWriteError)
   ) {
-    return !TRANSIENT_CODES.has(code) && !looksTransient(error);
+    return !isTransientFault(error);
   }
   // A destination that rejected a document (a server error with a code) is permanent; a
   // connection that broke while writing is not.

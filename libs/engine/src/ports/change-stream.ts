@@ -1,5 +1,6 @@
 import type { Document, Timestamp } from 'bson';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
+import type { FaultLabel } from '../faults/fault-labels';
 
 /** Opaque resume token (the `_id` of an event, or a postBatchResumeToken). */
 export type ResumeToken = Document;
@@ -71,6 +72,8 @@ export interface WriteFailure {
   index: number;
   code?: number;
   message: string;
+  /** What the failure is (fault-labels.ts), set by the adapter; read from `code` when absent. */
+  faultLabels?: ReadonlySet<FaultLabel>;
 }
 
 /**
@@ -79,9 +82,9 @@ export interface WriteFailure {
  */
 export interface ChangeWriter {
   /**
-   * Unordered bulk write on one namespace; the ops touch distinct documents. Duplicate-key
-   * races of replace-upserts (a concurrent copy insert) are retried by the adapter. Returns the
-   * per-op failures left; throws when the whole call failed.
+   * Unordered bulk write on one namespace; the ops touch distinct documents. Sent once: the
+   * write lane retries (write-lane.ts). Returns the per-op failures, labelled; throws (labelled)
+   * when the whole call failed.
    */
   bulkWrite(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]>;
   /**

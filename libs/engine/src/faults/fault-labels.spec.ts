@@ -1,0 +1,110 @@
+import { shardClaimLost } from '../shards/claim-fence';
+import {
+  hasFaultLabel,
+  hasFaultLabelInChain,
+  labelFault,
+  labelsForCode,
+  labelsForWriteCode,
+  labelsOf,
+} from './fault-labels';
+import { isTransientFault, worthRunningAgain } from './transient';
+import { isPermanent } from '../job/sync-runner';
+
+const serverError = (code: number, labels: string[] = []) =>
+  Object.assign(new Error(`server error ${code}`), {
+    name: 'MongoServerError',
+    code,
+    errorLabels: labels,
+  });
+
+describe('labelsForCode / labelsForWriteCode', () => {
+  it.each([
+    [11000, ['refused', 'duplicateKey']],
+    [11001, ['refused', 'duplicateKey']],
+    [12582, ['refused', 'duplicateKey']],
+    [64, ['refused', 'transient', 'writeConcern']],
+    [100, ['refused', 'writeConcern']],
+    [10107, ['refused', 'transient']],
+    [13, ['refused']],
+    [28, ['refused']],
+  ])('code %s → %j', (code, labels) => {
+    expect([...labelsForCode(code)].sort()).toEqual([...labels].sort());
+  });
+
+  it('no code, no labels', () => {
+    expect(labelsForCode(undefined).size).toBe(0);
+  });
+
+  it('a per-write failure may be a shape conflict; a command error is not', () => {
+    for (const code of [2, 14, 28, 40, 10334, 17419]) {
+      expect(labelsForWriteCode(code).has('shapeConflict')).toBe(true);
+      expect(labelsForCode(code).has('shapeConflict')).toBe(false);
+    }
+    expect(labelsForWriteCode(11000).has('shapeConflict')).toBe(false);
+  });
+});
+
+describe('labelsOf', () => {
+  it('returns the labels an adapter attached, and only those', () => {
+    const error = labelFault(serverError(10107), ['refused']);
+    expect([...labelsOf(error)]).toEqual(['refused']);
+    expect(isTransientFault(error)).toBe(false);
+  });
+
+  it('attaches labels without changing the error’s shape', () => {
+    const error = labelFault(new Error('x'), ['transient']);
+    expect(Object.keys(error)).toEqual([]);
+    expect(JSON.stringify(error)).toBe('{}');
+    labelFault(error, ['refused']);
+    expect([...labelsOf(error)].sort()).toEqual(['refused', 'transient']);
+  });
+
+  it.each([
+    ['a transient code', serverError(91), ['refused', 'transient']],
+    [
+      'a RetryableWriteError label',
+      serverError(6000, ['RetryableWriteError']),
+      ['refused', 'transient'],
+    ],
+    [
+      'a network error',
+      Object.assign(new Error('x'), { name: 'MongoNetworkError' }),
+      ['transient'],
+    ],
+    ['a duplicate key', serverError(11000), ['duplicateKey', 'refused']],
+    ['a plain error', new Error('bug'), []],
+    ['a per-write failure', { index: 0, code: 28, message: 'x' }, ['refused', 'shapeConflict']],
+  ])('reads an unlabelled failure (it never passed an adapter): %s', (_what, error, labels) => {
+    expect([...labelsOf(error)].sort()).toEqual(labels);
+  });
+
+  it('reads a labelled per-write failure by its labels', () => {
+    const failure = { index: 0, code: 11000, message: 'x', faultLabels: new Set(['transient']) };
+    expect(hasFaultLabel(failure, 'transient')).toBe(true);
+    expect(hasFaultLabel(failure, 'duplicateKey')).toBe(false);
+  });
+
+  it('finds a label on a cause', () => {
+    const wrapped = new Error('wrapped', { cause: labelFault(new Error('x'), ['transient']) });
+    expect(hasFaultLabel(wrapped, 'transient')).toBe(false);
+    expect(hasFaultLabelInChain(wrapped, 'transient')).toBe(true);
+    expect(isTransientFault(wrapped)).toBe(true);
+  });
+});
+
+describe('classification by label', () => {
+  it('worthRunningAgain: a refusal repeats unless transient; no refusal is worth another run', () => {
+    expect(worthRunningAgain(labelFault(new Error('x'), ['refused']))).toBe(false);
+    expect(worthRunningAgain(labelFault(new Error('x'), ['refused', 'transient']))).toBe(true);
+    expect(worthRunningAgain(labelFault(new Error('x'), []))).toBe(true);
+    expect(worthRunningAgain(shardClaimLost('w', 'lost'))).toBe(false);
+  });
+
+  it('isPermanent: a refusal that is not transient stops the sync', () => {
+    expect(isPermanent(labelFault(new Error('refused'), ['refused']))).toBe(true);
+    expect(isPermanent(labelFault(new Error('failover'), ['refused', 'transient']))).toBe(false);
+    expect(isPermanent(serverError(13))).toBe(true);
+    expect(isPermanent(serverError(10107))).toBe(false);
+    expect(isPermanent(Object.assign(new Error('x'), { name: 'MongoNetworkError' }))).toBe(false);
+  });
+});
