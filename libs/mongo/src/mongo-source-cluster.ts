@@ -168,6 +168,9 @@ export class MongoSourceCluster implements SourceCluster {
   /**
    * Reads the change stream from just after `point` up to a no-op written now (so the read has
    * an end even on a write-blocked, idle source) and returns the writes in user namespaces.
+   * The end is reached by event time as well as by the stream's resume token: a source that
+   * keeps writing its own metadata (the shard claims live there after a per-shard reverse)
+   * never leaves the stream idle, and its events past the no-op end the read as surely.
    */
   async writesAfter(point: Timestamp, limit: number): Promise<SourceWrite[]> {
     const until = await this.writeNoop('cluster-sync: commit check for writes after the point');
@@ -179,26 +182,31 @@ export class MongoSourceCluster implements SourceCluster {
     });
     const found: SourceWrite[] = [];
     const deadline = Date.now() + 30_000;
+    const pastEnd = (time: Timestamp | undefined): boolean =>
+      !!time && (time.t > until.t || (time.t === until.t && time.i >= until.i));
     try {
       while (found.length < limit) {
         const event = await stream.tryNext();
+        const time = event
+          ? (event.clusterTime as Timestamp | undefined)
+          : resumeTokenTime(stream.resumeToken as Document | undefined);
+        // A write at the no-op's own time cannot be (the no-op holds it): events strictly
+        // after it end the read, and so does a token that reached it.
+        if (event ? time && time.compare(until) > 0 : pastEnd(time)) break;
         if (event) {
           const ns = event.ns as { db?: string; coll?: string } | undefined;
-          if (!ns?.db || INTERNAL_DBS.has(ns.db)) continue;
-          const key = event.documentKey as Document | undefined;
-          found.push({
-            namespace: ns.coll ? `${ns.db}.${ns.coll}` : ns.db,
-            operation: String(event.operationType),
-            ...(key && '_id' in key
-              ? { id: BSON.EJSON.stringify({ v: key._id }, { relaxed: false }).slice(5, -1) }
-              : {}),
-            ...(event.clusterTime ? { clusterTime: event.clusterTime as Timestamp } : {}),
-          });
-          continue;
+          if (ns?.db && !INTERNAL_DBS.has(ns.db)) {
+            const key = event.documentKey as Document | undefined;
+            found.push({
+              namespace: ns.coll ? `${ns.db}.${ns.coll}` : ns.db,
+              operation: String(event.operationType),
+              ...(key && '_id' in key
+                ? { id: BSON.EJSON.stringify({ v: key._id }, { relaxed: false }).slice(5, -1) }
+                : {}),
+              ...(time ? { clusterTime: time } : {}),
+            });
+          }
         }
-        const reached = resumeTokenTime(stream.resumeToken as Document | undefined);
-        if (reached && (reached.t > until.t || (reached.t === until.t && reached.i >= until.i)))
-          break;
         if (Date.now() > deadline)
           throw new Error('the source change stream did not reach the commit check in 30 s');
       }
