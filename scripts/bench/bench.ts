@@ -52,6 +52,7 @@ export const TARGETS = {
   copyRatio: 0.85,
   changeRatio: 0.6,
   scaling4x: 4.4,
+  scaling4xVsRaw: 1.1,
   peakRssMB4x: 250,
   verifyRatio: 0.5,
   verifyRssDeltaMB: 50,
@@ -74,6 +75,10 @@ export interface BenchResult {
   /** Sustained change rate ÷ the destination's raw insert rate (b), round 1's figure. */
   changeRatioVsInsert: number | null;
   scaling4x: number | null;
+  /** The destination's raw write (b) at the scaling run's size: its time ÷ its time at 1×. */
+  rawWriteGrowth4x: number | null;
+  /** scaling4x ÷ rawWriteGrowth4x: the worker's growth beyond the destination's own. */
+  scaling4xVsRaw: number | null;
   peakRssMB4x: number | null;
   scale: number;
   quick: boolean;
@@ -255,6 +260,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     }
 
     let copy4: BenchResult['copy4x'] = { skipped: '--skip-scaling' };
+    let rawWrite4: { seconds: number; growth: number } | null = null;
     if (!options.skipScaling) {
       const total = Math.round(spec.documents * options.scale);
       log(`(f) worker copy at ${options.scale}× (${total} documents)…`);
@@ -271,6 +277,20 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       });
       log(`  loaded ${more.documents} more documents in ${more.seconds.toFixed(1)} s`);
       const scaledBytes = loaded.bytes + more.bytes;
+      // The destination's own growth, beside the worker's: the raw write (b)'s best setting at
+      // this size, into a fresh emulator of its own (an emulator may slow as it fills).
+      const rawDestination = await startEmulator('bench-destination-raw-scaled', profileDir);
+      const rawClient = await MongoClient.connect(rawDestination.firstLine.uri);
+      const raw = await insertRange(rawClient, SCRATCH, spec, 0, total, {
+        batchSize: write.batchSize,
+        concurrency: write.concurrency,
+      });
+      await rawClient.close();
+      await rawDestination.stop();
+      rawWrite4 = { seconds: round(raw.seconds), growth: round(raw.seconds / write.seconds) };
+      log(
+        `  raw write of ${total} documents on a fresh destination: ${raw.seconds.toFixed(1)} s (${rawWrite4.growth}× the 1× raw write's time)`,
+      );
       const copy = await runWorkerCopy(
         source.firstLine.uri,
         destination.firstLine.uri,
@@ -307,6 +327,11 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       changeRatio: sustained === null || limit === null ? null : round(sustained / limit),
       changeRatioVsInsert: sustained === null ? null : round(sustained / write.docsPerSec),
       scaling4x: time4 === null ? null : round(time4 / copy1.seconds),
+      rawWriteGrowth4x: rawWrite4?.growth ?? null,
+      scaling4xVsRaw:
+        time4 === null || rawWrite4 === null
+          ? null
+          : round(time4 / copy1.seconds / rawWrite4.growth),
       peakRssMB4x: 'skipped' in copy4 ? null : round(copy4.peakRssMB),
       scale: options.scale,
       quick: options.quick,

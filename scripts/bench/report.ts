@@ -154,6 +154,9 @@ export function renderTable(r: BenchResult): string[] {
     `time(${r.scale}×) / time(1×)      ${n(r.scaling4x, 2).padStart(8)}   ${verdict(r.scaling4x, r.targets.scaling4x, true)}`,
   );
   lines.push(
+    `  ÷ raw write's growth     ${n(r.scaling4xVsRaw, 2).padStart(8)}   ${verdict(r.scaling4xVsRaw, r.targets.scaling4xVsRaw, true)} (raw write ${r.scale}× ÷ 1×: ${n(r.rawWriteGrowth4x, 2)})`,
+  );
+  lines.push(
     `peak RSS at ${r.scale}× (MB)       ${n(r.peakRssMB4x).padStart(8)}   ${verdict(r.peakRssMB4x, r.targets.peakRssMB4x, true)}`,
   );
   const verify = 'skipped' in r.verification ? null : r.verification;
