@@ -72,7 +72,8 @@ export const sort: StageBuilder = (spec) => {
   return (input) => [...input].sort(cmp); // Array.prototype.sort is stable
 };
 
-export const sample: StageBuilder = (spec) => {
+/** The validated `size` of a `$sample` stage's specification (the server's errors otherwise). */
+export function sampleSize(spec: unknown): number {
   if (!isDocument(spec))
     throw new CommandError(28745, 'the $sample stage specification must be an object');
   for (const k of Object.keys(spec)) {
@@ -83,6 +84,11 @@ export const sample: StageBuilder = (spec) => {
     throw new CommandError(28746, 'size argument to $sample must be a number');
   const size = asDouble(spec.size);
   if (size < 0) throw new CommandError(28747, 'size argument to $sample must not be negative');
+  return size;
+}
+
+export const sample: StageBuilder = (spec) => {
+  const size = sampleSize(spec);
   return (input) => {
     const all = [...input];
     // Partial Fisher-Yates: the first `size` slots become a uniform sample without repeats.

@@ -5,6 +5,8 @@ import { isDocument } from '../../bson/paths';
 import { CommandError } from '../../errors';
 import { openChangeStream } from '../../changes/open-change-stream';
 import { runPipeline } from '../../aggregate/pipeline';
+import { sampleSize } from '../../aggregate/stages/basic';
+import type { Collection } from '../../storage/collection';
 import { checkCollectionName } from '../../storage/catalog';
 import { queryDocumentArray, queryDocuments } from '../../storage/query-exec';
 import { shardFilterOf } from '../../server/shard-filter';
@@ -38,6 +40,43 @@ function pushDown(pipeline: Document[]): { filter?: Document; sort?: Document; r
     i++;
   }
   return { filter, sort, rest: pipeline.slice(i) };
+}
+
+/**
+ * `$sample` as the first stage, asking for under 5 % of a collection of more than 100
+ * documents: mongod reads it with a pseudo-random cursor (no scan, no sort), as
+ * DocumentSourceSampleFromRandomCursor — distinct documents, a duplicate skipped, error 28799
+ * after 100 duplicates in a row. Here: random record ids, each rounded up to the next stored
+ * record (gaps left by deletes weigh on the chances, as a storage engine's random cursor
+ * does). Null when mongod would sample otherwise (a scan with a random sort).
+ */
+function randomCursorSample(coll: Collection, pipeline: Document[]): Document[] | null {
+  const stage = pipeline[0];
+  if (!isDocument(stage) || Object.keys(stage).length !== 1 || !('$sample' in stage)) return null;
+  const size = Math.trunc(sampleSize(stage.$sample));
+  const count = coll.count;
+  if (count <= 100 || size >= count * 0.05) return null;
+  const low = coll.records.minKey()!;
+  const high = coll.records.maxKey()!;
+  const seen = new Set<number>();
+  const out: Document[] = [];
+  let duplicates = 0;
+  while (out.length < size) {
+    const rid = low + Math.floor(Math.random() * (high - low + 1));
+    const [found, record] = coll.records.getPairOrNextHigher(rid)!;
+    if (seen.has(found)) {
+      if (++duplicates >= 100)
+        throw new CommandError(
+          28799,
+          '$sample stage could not find a non-duplicate document after 100 while using a random cursor. This is likely a sporadic failure, please try again.',
+        );
+      continue;
+    }
+    duplicates = 0;
+    seen.add(found);
+    out.push(record.doc);
+  }
+  return out;
 }
 
 export const aggregateCommand: CommandDefinition = {
@@ -133,7 +172,15 @@ export const aggregateCommand: CommandDefinition = {
             ownership: shardFilterOf(ctx.cmd),
           };
           const snapshot = committedSnapshotDocuments(ctx, coll);
-          input = snapshot ? queryDocumentArray(snapshot, request) : queryDocuments(coll, request);
+          const random =
+            !snapshot && request.ownership === undefined ? randomCursorSample(coll, pipeline) : null;
+          if (random) {
+            input = random;
+            rest.splice(0, 1); // the $sample stage: done by the random cursor
+          } else
+            input = snapshot
+              ? queryDocumentArray(snapshot, request)
+              : queryDocuments(coll, request);
         }
         const guarded = guardedAggregateInput(catalog, coll, input, rest);
         guard = guarded.guard;
