@@ -20,7 +20,7 @@ describe('$sample through the official driver', () => {
       .collection<{ _id: number; v: number }>('big')
       .insertMany(Array.from({ length: 4_000 }, (_, i) => ({ _id: i, v: i % 7 })));
     // Gaps: a random cursor still finds distinct, existing documents.
-    await db.collection('big').deleteMany({ _id: { $gte: 1_000, $lt: 2_000 } });
+    await db.collection<{ _id: number }>('big').deleteMany({ _id: { $gte: 1_000, $lt: 2_000 } });
     await db
       .collection<{ _id: number }>('small')
       .insertMany(Array.from({ length: 80 }, (_, i) => ({ _id: i })));
