@@ -239,16 +239,23 @@ export class SyncJob implements SyncEngine {
       failure: failure && !this.runner?.retrying ? this.failureText(failure) : null,
     });
     await this.exclusive('commit', async () => {
+      // Job state alone (no namespace record changes): a write that does not grow with the
+      // catalog, so the application's downtime does not either.
       if (retry) {
-        await this.session!.save((job) => rememberCommand(job, command));
+        await this.session!.save((job) => rememberCommand(job, command), {
+          catalogUnchanged: true,
+        });
         if (commitStepIndex(this.session!.job.commit!.step) < commitStepIndex('drained'))
           this.runner!.start();
       } else {
-        await this.session!.save((job) => {
-          job.commit = { step: 'started' };
-          job.state = 'COMMITTING';
-          rememberCommand(job, command);
-        });
+        await this.session!.save(
+          (job) => {
+            job.commit = { step: 'started' };
+            job.state = 'COMMITTING';
+            rememberCommand(job, command);
+          },
+          { catalogUnchanged: true },
+        );
         this.current = 'COMMITTING';
       }
       this.logger.info(retry ? 'commit retried' : 'commit started');
@@ -541,10 +548,13 @@ export class SyncJob implements SyncEngine {
 
   private async transition(state: SyncState, command?: CommandRecord | null): Promise<void> {
     this.current = state;
-    await this.session?.save((job) => {
-      job.state = state;
-      rememberCommand(job, command);
-    });
+    await this.session?.save(
+      (job) => {
+        job.state = state;
+        rememberCommand(job, command);
+      },
+      { catalogUnchanged: true },
+    );
   }
 
   /** True when this command id was applied already (the re-delivery succeeds, changes nothing). */

@@ -280,12 +280,15 @@ export async function runCommitSteps(
         error: `${failure.name}: ${failure.message}`,
       });
       await session
-        .save((job) => {
-          job.commit = {
-            ...state,
-            failed: { step: step.name, error: failure.name, message: failure.message },
-          };
-        })
+        .save(
+          (job) => {
+            job.commit = {
+              ...state,
+              failed: { step: step.name, error: failure.name, message: failure.message },
+            };
+          },
+          { catalogUnchanged: true },
+        )
         .catch(() => undefined);
       throw failure;
     }
