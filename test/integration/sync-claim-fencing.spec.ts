@@ -1,17 +1,11 @@
 import { Int32, type Document } from 'bson';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { waitFor } from './copy-helpers';
-import { useShardedClusters } from './sync-helpers';
+import { PER_SHARD_START, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-const START = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'beforeDataCopy' as const,
-  enableUserWriteBlocking: true,
-  reversible: false,
-};
+const START = PER_SHARD_START;
 
 /**
  * Fencing of a per-shard worker that lost its shard, end to end (createSyncEngine, the real

@@ -2,17 +2,11 @@ import { Int32, type Document } from 'bson';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { describeProgress, waitFor } from './copy-helpers';
-import { useShardedClusters } from './sync-helpers';
+import { PER_SHARD_START, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-const START = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'beforeDataCopy' as const,
-  enableUserWriteBlocking: true,
-  reversible: false,
-};
+const START = PER_SHARD_START;
 
 /** Blocks this process's event loop, as a paused VM or a long GC pause would. */
 function freeze(ms: number): void {

@@ -63,6 +63,15 @@ export async function startAuthClusters(historySize?: number): Promise<AuthClust
   };
 }
 
+/** The start request of the per-shard suites: cluster0 → cluster1, writes blocked at commit. */
+export const PER_SHARD_START = {
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes: 'beforeDataCopy' as const,
+  enableUserWriteBlocking: true,
+  reversible: false,
+} satisfies StartRequest;
+
 export const TUNING = {
   partitioning: { targetBytes: 8 * 1024, maxPartitions: 16, oversampling: 8 },
   copier: {

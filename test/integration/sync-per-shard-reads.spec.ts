@@ -3,17 +3,11 @@ import { MongoClient } from 'mongodb';
 import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { describeProgress, waitFor } from './copy-helpers';
-import { useShardedClusters } from './sync-helpers';
+import { PER_SHARD_START, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-const START = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'beforeDataCopy' as const,
-  enableUserWriteBlocking: true,
-  reversible: false,
-};
+const START = PER_SHARD_START;
 
 /** Documents returned by queries on one node (`serverStatus().metrics.document.returned`). */
 async function returned(uri: string): Promise<number | null> {

@@ -3,17 +3,11 @@ import type { SyncJob } from '@sync/engine';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { describeProgress, waitFor } from './copy-helpers';
-import { useShardedClusters } from './sync-helpers';
+import { PER_SHARD_START, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-const START = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'beforeDataCopy' as const,
-  enableUserWriteBlocking: true,
-  reversible: true,
-};
+const START = { ...PER_SHARD_START, reversible: true };
 
 /**
  * Reverse of a per-shard sync (2 → 2 shards, shard ids differ between the clusters): after the

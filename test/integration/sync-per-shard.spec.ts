@@ -5,17 +5,11 @@ import { MongoClient } from 'mongodb';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { waitFor } from './copy-helpers';
-import { TUNING, useShardedClusters } from './sync-helpers';
+import { PER_SHARD_START, TUNING, useShardedClusters } from './sync-helpers';
 
 type AnyDoc = { _id: unknown } & Document;
 
-const START = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'beforeDataCopy' as const,
-  enableUserWriteBlocking: true,
-  reversible: false,
-};
+const START = PER_SHARD_START;
 
 const log = process.env.SYNC_TEST_LOG
   ? {
