@@ -1,4 +1,5 @@
 import { Int32, type Document } from 'bson';
+import type { SyncJob } from '@sync/engine';
 import { describeOn, testDb, testNs } from '../helpers/real-clusters';
 import { compareClusters } from '../../scripts/lib/compare-clusters';
 import { describeProgress, waitFor } from './copy-helpers';
@@ -13,6 +14,15 @@ function freeze(ms: number): void {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     // busy: no timer, renewal or reply is handled meanwhile
+  }
+}
+
+/** A worker's progress, or its refusal (ShardClaimLost while it claims its shard again). */
+function progressOrRefusal(worker: SyncJob): Record<string, unknown> {
+  try {
+    return worker.progress() as unknown as Record<string, unknown>;
+  } catch (e) {
+    return { state: String(e) };
   }
 }
 
@@ -56,16 +66,7 @@ describeOn('shardedClusters')('per-shard claim: a lapsed lease is claimed again'
     await w1.start(START);
     await w0.start(START);
     const both = () => [w0, w1];
-    const progressOf = () =>
-      JSON.stringify(
-        both().map((w) => {
-          try {
-            return w.progress();
-          } catch (e) {
-            return String(e);
-          }
-        }),
-      );
+    const progressOf = () => describeProgress(both().map(progressOrRefusal));
     await waitFor(
       () => both().every((w) => w.progress().canCommit === true),
       90_000,
@@ -177,16 +178,7 @@ describe.each(['drained', 'verified'])(
           onFatal: (e) => fatal.push(e),
         });
         const both = [w0, w1];
-        const show = () =>
-          describeProgress(
-            both.map((w) => {
-              try {
-                return w.progress() as unknown as Record<string, unknown>;
-              } catch (e) {
-                return { state: String(e) };
-              }
-            }),
-          );
+        const show = () => describeProgress(both.map(progressOrRefusal));
         const all = (ok: (p: { state: string; canCommit: boolean }) => boolean) => () =>
           both.every((w) => {
             try {
