@@ -98,6 +98,20 @@ async function churn(c: AuthClusters, round: number, count: number, modulo: numb
   }
 }
 
+/** Both clusters' URIs with one connection-string option set. */
+function withUriOption(
+  c: AuthClusters,
+  name: string,
+  value: string,
+): { source: string; destination: string } {
+  const set = (uri: string) => {
+    const url = new URL(uri);
+    url.searchParams.set(name, value);
+    return url.toString();
+  };
+  return { source: set(c.sourceUri), destination: set(c.destinationUri) };
+}
+
 interface Worker {
   job: SyncJob;
   fatal: Error[];
@@ -152,7 +166,14 @@ describeEmulatorOnly('failCommand fail points with probabilities, emulator users
     it('a 5 % failure rate on every command, copy → change application → commit: byte-equal', async () => {
       c = await startAuthClusters();
       await seed(c, DOCS);
-      const w = await worker(c, { maxTransientRetries: 10_000, retryBaseMs: 20 });
+      // ShutdownInProgress (91) carries no topologyVersion, so after one the driver waits for its
+      // monitor's next heartbeat (heartbeatFrequencyMS, 10 s by default) before it selects the
+      // server again, as it does against mongod; a short heartbeat keeps each such wait short.
+      const w = await worker(
+        c,
+        { maxTransientRetries: 10_000, retryBaseMs: 20 },
+        withUriOption(c, 'heartbeatFrequencyMS', '500'),
+      );
       workers.push(w);
 
       // 5 % of every command of the worker fails, on both sides; the kind rotates every 200 ms.
@@ -266,15 +287,10 @@ describeEmulatorOnly('failCommand fail points with probabilities, emulator users
     it('blockConnection beyond socketTimeoutMS and interrupted change-stream getMores', async () => {
       c = await startAuthClusters();
       await seed(c, 1000);
-      const withTimeout = (uri: string) => {
-        const url = new URL(uri);
-        url.searchParams.set('socketTimeoutMS', '1000');
-        return url.toString();
-      };
       const w = await worker(
         c,
         { maxTransientRetries: 50, retryBaseMs: 20 },
-        { source: withTimeout(c.sourceUri), destination: withTimeout(c.destinationUri) },
+        withUriOption(c, 'socketTimeoutMS', '1000'),
       );
       workers.push(w);
       // copy reads hang past the socket timeout three times

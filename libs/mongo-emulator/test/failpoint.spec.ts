@@ -12,8 +12,9 @@ suite('failCommand fail point', () => {
 
   beforeAll(async () => {
     cluster = await TestCluster.start();
-    // State-change codes (91, 10107) make the driver mark the server Unknown until the next
-    // heartbeat, exactly as with mongod: a short heartbeat keeps those tests quick.
+    // Shutdown codes (91) carry no topologyVersion, so the driver marks the server Unknown until
+    // its next heartbeat, exactly as with mongod (NotPrimary codes carry one and do not): a
+    // short heartbeat keeps those tests quick.
     client = await cluster.connect({
       retryWrites: false,
       retryReads: false,

@@ -34,6 +34,15 @@ export const RETRYABLE_WRITE_CODES: ReadonlySet<number> = new Set([
   6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436,
 ]);
 
+/** mongod's NotPrimaryError category (error_codes.yml). */
+const NOT_PRIMARY_CODES: ReadonlySet<number> = new Set([
+  ErrorCodes.NotWritablePrimary,
+  ErrorCodes.NotPrimaryNoSecondaryOk,
+  ErrorCodes.NotPrimaryOrSecondary,
+  ErrorCodes.PrimarySteppedDown,
+  ErrorCodes.InterruptedDueToReplStateChange,
+]);
+
 /** Databases that write blocking never applies to (mongod: NamespaceString::isOnInternalDb). */
 const INTERNAL_DBS = new Set(['admin', 'config', 'local']);
 
@@ -140,6 +149,7 @@ export class NodeCommandExecutor implements CommandExecutor {
       if (err instanceof CloseConnection) throw err;
       reply = this.errorReply(err, state);
     }
+    this.withTopologyVersion(reply);
     return this.withClusterTime(reply, this.operationTime(state));
   }
 
@@ -199,6 +209,23 @@ export class NodeCommandExecutor implements CommandExecutor {
       if (labels.size) reply.errorLabels = [...labels];
     }
     return reply;
+  }
+
+  /**
+   * mongod appends its current topologyVersion to a reply whose error, or write concern error,
+   * is a NotPrimaryError (jstests/replsets/notprimary_errors_return_topology_version.js), also
+   * when a `failCommand` fail point made it. Drivers compare it with the one their monitor last
+   * saw: an error that names no newer topology is stale and leaves the server selectable (SDAM,
+   * "topologyVersion"); without it a driver would mark the primary Unknown and wait for its
+   * next heartbeat, up to heartbeatFrequencyMS, before it could select it again.
+   */
+  private withTopologyVersion(reply: Document): void {
+    const wce = reply.writeConcernError as Document | undefined;
+    const failed = asNumber(reply.ok) === 0 ? asNumber(reply.code) : undefined;
+    const codes = [failed, wce ? asNumber(wce.code) : undefined];
+    if (!codes.some((c) => c !== undefined && NOT_PRIMARY_CODES.has(c))) return;
+    const tv = this.node.topologyVersion;
+    reply.topologyVersion = { processId: tv.processId, counter: tv.counter };
   }
 
   /** A retryable write: `txnNumber` without `autocommit` (a transaction's statements are not). */
