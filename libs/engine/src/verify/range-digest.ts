@@ -8,15 +8,17 @@ import type { DigestOptions, RangeDigest, ReadOptions } from '../ports/source-cl
  * alike.
  */
 export async function digestDocuments(
-  documents: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  documents: AsyncIterable<Uint8Array | Uint8Array[]> | Iterable<Uint8Array | Uint8Array[]>,
 ): Promise<RangeDigest> {
   const hash = createHash('sha256');
   let count = 0;
   let bytes = 0;
-  for await (const raw of documents) {
-    hash.update(raw);
-    count += 1;
-    bytes += raw.byteLength;
+  for await (const item of documents) {
+    for (const raw of Array.isArray(item) ? item : [item]) {
+      hash.update(raw);
+      count += 1;
+      bytes += raw.byteLength;
+    }
   }
   return { count, bytes, hash: hash.digest('hex') };
 }
