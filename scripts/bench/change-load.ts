@@ -71,8 +71,9 @@ export interface ChangeOptions {
  * document on the source gets the next sequence number, and a poller on the destination sees
  * when each number arrives; a step holds when lag p99 ≤ the limit (its figure is the rate the
  * load achieved; if that is < 90% of the target the load, not the worker, is the limit and rising
- * stops with a lower bound). Rising stops at the first step that does not hold (if that is the first step,
- * its rate is halved, at most 3 times, so a sustained figure is still found).
+ * stops with a lower bound). Rising stops at the first step that does not hold, after one more step
+ * halfway between it and the highest that held (if the first step fails, its rate is halved, at
+ * most 3 times, so a sustained figure is still found).
  */
 export async function measureChangeApplication(
   source: MongoClient,
@@ -98,6 +99,7 @@ export async function measureChangeApplication(
     // Rising rates; if even the first one fails, halve it (up to 3 times) so a figure exists.
     const queue = [...options.rates];
     let halvings = 0;
+    let refined = false;
     while (queue.length > 0) {
       const target = queue.shift()!;
       const step = await runStep(load, probe, api, target, options);
@@ -110,6 +112,15 @@ export async function measureChangeApplication(
         break;
       }
       if (step.held) continue;
+      // The steps are coarse (4,000 → 6,000 ops/s): one more step halfway between the highest
+      // that held and the first that did not narrows the figure to within a quarter of the gap.
+      const best = steps.filter((s) => s.held).at(-1);
+      if (best && !refined && target > best.targetOpsPerSec * 1.2) {
+        refined = true;
+        queue.length = 0;
+        queue.push((best.targetOpsPerSec + target) / 2);
+        continue;
+      }
       if (steps.some((s) => s.held) || halvings >= 3 || target / 2 < 10) break;
       halvings += 1;
       queue.length = 0;
