@@ -31,6 +31,12 @@ export interface NamespacesResult {
   peakRssMB: number;
   /** Peak RSS over 250 MB, per namespace (bytes). */
   rssBytesPerNamespaceOver250: number;
+  /**
+   * What the worker asked of each cluster per namespace, start → canCommit (the emulators'
+   * `serverStatus().opcounters` differences; a command's round trip is the cost that grows with
+   * the namespace count). Absent in a crash loop (restarts repeat work).
+   */
+  opsPerNamespace?: { source: Record<string, number>; destination: Record<string, number> };
   /** With --kills: the SIGKILLs survived and the byte-for-byte comparison after commit. */
   crashLoop?: { kills: number; documentsCompared: number; differences: number };
 }
@@ -114,6 +120,7 @@ export async function measureNamespaces(
     let killed = 0;
     let nextKillAt = Date.now() + 4_000 + Math.random() * 6_000;
     let peakRssMBBeforeKills = 0;
+    const countersBefore = await Promise.all([opcounters(src), opcounters(dst)]);
     const startedAt = Date.now();
     await post(worker.api, 'start', {
       source: 'cluster0',
@@ -167,6 +174,14 @@ export async function measureNamespaces(
         await sleep(200);
       }
     }
+    const countersAfter = await Promise.all([opcounters(src), opcounters(dst)]);
+    const perNamespace = (side: 0 | 1): Record<string, number> =>
+      Object.fromEntries(
+        Object.entries(countersAfter[side]).map(([op, count]) => [
+          op,
+          round((count - (countersBefore[side][op] ?? 0)) / n),
+        ]),
+      );
     const startToCanCommitSeconds = (ready - startedAt) / 1000;
     // Where start → canCommit went: the worker's log messages as they first appeared.
     const phases = worker
@@ -219,6 +234,9 @@ export async function measureNamespaces(
       finalPass: (last.verification as { finalPass?: Document } | undefined)?.finalPass ?? null,
       peakRssMB: round(peakRssMB),
       rssBytesPerNamespaceOver250: Math.max(0, Math.round(((peakRssMB - 250) * 1024 * 1024) / n)),
+      ...(killed === 0
+        ? { opsPerNamespace: { source: perNamespace(0), destination: perNamespace(1) } }
+        : {}),
       ...(crashLoop ? { crashLoop } : {}),
     };
     return result;
@@ -233,6 +251,11 @@ export function renderNamespaces(r: NamespacesResult): string[] {
     `(k) ${r.namespaces} namespaces (2 documents each, every third indexed), replica set → replica set:`,
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
+    ...(r.opsPerNamespace
+      ? [
+          `  operations per namespace  source ${describeOps(r.opsPerNamespace.source)}; destination ${describeOps(r.opsPerNamespace.destination)} (start → canCommit, serverStatus opcounters)`,
+        ]
+      : []),
     `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)`,
     ...(r.crashLoop
       ? [
@@ -243,3 +266,19 @@ export function renderNamespaces(r: NamespacesResult): string[] {
 }
 
 const round = (v: number): number => Math.round(v * 1000) / 1000;
+
+/** A cluster's `serverStatus().opcounters` (query, insert, update, delete, getmore, command). */
+async function opcounters(client: MongoClient): Promise<Record<string, number>> {
+  const status = await client.db('admin').command({ serverStatus: 1 });
+  const counters = (status.opcounters ?? {}) as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(counters).map(([op, v]) => [op, Number(v)]));
+}
+
+/** `query 1.02, command 3.4, ...`: the non-zero counts, largest first. */
+function describeOps(ops: Record<string, number>): string {
+  const parts = Object.entries(ops)
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, v]) => `${op} ${Math.round(v * 100) / 100}`);
+  return parts.length > 0 ? parts.join(', ') : 'none';
+}
