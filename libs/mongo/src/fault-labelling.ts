@@ -1,4 +1,5 @@
 import {
+  faultCode,
   isTransientServerLabel,
   labelFault,
   labelsForCode,
@@ -22,7 +23,7 @@ import {
 
 /** The labels of a driver error, from the driver's facts (not its cause's: see labelsOf). */
 export function driverFaultLabels(error: MongoError): Set<FaultLabel> {
-  const labels = labelsForCode(typeof error.code === 'number' ? error.code : undefined);
+  const labels = labelsForCode(faultCode(error.code));
   if (
     error instanceof MongoNetworkError || // also a pool cleared, a network timeout
     error instanceof MongoServerSelectionError ||
@@ -45,9 +46,9 @@ export function labelDriverError<T>(error: T): T {
   return error;
 }
 
-/** The labels of one write's failure in a bulk result (its server code). */
-export function writeErrorLabels(code: number | undefined): ReadonlySet<FaultLabel> {
-  return labelsForWriteCode(code);
+/** The labels of one write's failure in a bulk result (its server code, a number or BSON). */
+export function writeErrorLabels(code: unknown): ReadonlySet<FaultLabel> {
+  return labelsForWriteCode(faultCode(code));
 }
 
 /**
@@ -64,6 +65,86 @@ export function isDuplicateKey(error: unknown): boolean {
       : [];
   return list.some((w) => {
     const code = (w as { code?: unknown } | undefined)?.code;
-    return writeErrorLabels(typeof code === 'number' ? code : undefined).has('duplicateKey');
+    return writeErrorLabels(code).has('duplicateKey');
   });
+}
+
+/**
+ * `target` with its failures labelled as they leave it: every method's synchronous throw, its
+ * rejected promise, a rejected step of an async iterable it returns (a partition read) and,
+ * for the methods named in `wrapResults`, the object a call resolves to (a change feed's
+ * cursor) alike. The directory hands out every adapter through this, so what any adapter
+ * throws reaches the engine labelled, without a catch in each method. Errors that are not the
+ * driver's (the adapters' own, a lost claim) pass as they are.
+ */
+export function faultLabelled<T extends object>(
+  target: T,
+  wrapResults: ReadonlyArray<keyof T & string> = [],
+): T {
+  const nested = new Set<string>(wrapResults);
+  const wrappers = new Map<PropertyKey, { of: unknown; call: (...args: unknown[]) => unknown }>();
+  return new Proxy(target, {
+    get(object, property, receiver) {
+      const value = Reflect.get(object, property, receiver) as unknown;
+      if (typeof value !== 'function' || property === 'constructor') return value;
+      const known = wrappers.get(property);
+      if (known?.of === value) return known.call; // stable identity: a.f === a.f
+      const method = value as (...args: unknown[]) => unknown;
+      const wrapResolved = typeof property === 'string' && nested.has(property);
+      const call = (...args: unknown[]): unknown => {
+        let result: unknown;
+        try {
+          result = method.apply(object, args);
+        } catch (error) {
+          throw labelDriverError(error);
+        }
+        return labelledResult(result, wrapResolved);
+      };
+      wrappers.set(property, { of: value, call });
+      return call;
+    },
+  });
+}
+
+function labelledResult(result: unknown, wrapResolved: boolean): unknown {
+  if (result instanceof Promise) {
+    return result.then(
+      (value: unknown) =>
+        wrapResolved && value !== null && typeof value === 'object' ? faultLabelled(value) : value,
+      (error: unknown) => {
+        throw labelDriverError(error);
+      },
+    );
+  }
+  if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result)
+    return labelledIterator(result as AsyncIterable<unknown>);
+  return result;
+}
+
+/** An async iterable (and iterator, as a generator is) whose rejected steps are labelled. */
+function labelledIterator<T>(iterable: AsyncIterable<T>): AsyncIterableIterator<T> {
+  let inner: AsyncIterator<T> | null = null;
+  const it = (): AsyncIterator<T> => (inner ??= iterable[Symbol.asyncIterator]());
+  const relabel = (error: unknown): never => {
+    throw labelDriverError(error);
+  };
+  return {
+    next: (...args: [] | [unknown]) =>
+      it()
+        .next(...args)
+        .catch(relabel),
+    return: (value?: unknown) => {
+      const r = it().return;
+      return r
+        ? r.call(inner, value).catch(relabel)
+        : Promise.resolve({ done: true, value: value as T });
+    },
+    throw: (error?: unknown) => {
+      const t = it().throw;
+      return t ? t.call(inner, error).catch(relabel) : Promise.reject(error);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }

@@ -10,3 +10,4 @@ export * from './change-writer';
 export * from './change-checkpoint-store';
 export * from './change-lookup';
 export * from './sharding-metadata';
+export { faultLabelled } from './fault-labelling';

@@ -10,6 +10,7 @@ import type {
 import type { MongoClient } from 'mongodb';
 import { CachingMongoClient } from './caching-client';
 import { leaseGuarded } from './claim-fencing';
+import { faultLabelled } from './fault-labelling';
 import { displayHost } from './connection-string';
 import { MongoDestinationCluster } from './mongo-destination-cluster';
 import { MongoCoordinationStore } from './mongo-coordination-store';
@@ -57,21 +58,26 @@ export class MongoClusterDirectory implements ClusterDirectory {
       this.entries.set(name, {
         client,
         shards,
-        source: leaseGuarded<SourceCluster>(new MongoSourceCluster(client, host, shards), guard, [
-          'setBalancer',
-          'setUserWriteBlocking',
-          'writeNoop',
-        ]),
-        destination: new MongoDestinationCluster(client, host, guard),
-        store: new MongoJobStore(client, syncID, guard),
-        coordination: new MongoCoordinationStore(client, guard),
-        watermarks: leaseGuarded<WatermarkStore>(new MongoWatermarkStore(client), guard, [
-          'publish',
-          'announce',
-          'markApplied',
-          'halt',
-          'clear',
-        ]),
+        // Every adapter through faultLabelled: what it throws reaches the engine labelled.
+        source: faultLabelled(
+          leaseGuarded<SourceCluster>(new MongoSourceCluster(client, host, shards), guard, [
+            'setBalancer',
+            'setUserWriteBlocking',
+            'writeNoop',
+          ]),
+        ),
+        destination: faultLabelled(new MongoDestinationCluster(client, host, guard)),
+        store: faultLabelled(new MongoJobStore(client, syncID, guard)),
+        coordination: faultLabelled(new MongoCoordinationStore(client, guard)),
+        watermarks: faultLabelled(
+          leaseGuarded<WatermarkStore>(new MongoWatermarkStore(client), guard, [
+            'publish',
+            'announce',
+            'markApplied',
+            'halt',
+            'clear',
+          ]),
+        ),
         shardSources: new Map(),
       });
     }
@@ -125,7 +131,10 @@ export class MongoClusterDirectory implements ClusterDirectory {
           throw new Error(`the cluster ${name} lists no shard ${JSON.stringify(shardId)}`);
         const host = String(shard.host);
         const client = entry.shards.client(host);
-        return { client, source: new MongoSourceCluster(client, `${shardId} (${hostsOf(host)})`) };
+        return {
+          client,
+          source: faultLabelled(new MongoSourceCluster(client, `${shardId} (${hostsOf(host)})`)),
+        };
       })();
       found.catch(() => entry.shardSources.delete(shardId));
       entry.shardSources.set(shardId, found);

@@ -16,6 +16,7 @@ import {
   MongoCheckpointStore,
   MongoClusterDirectory,
   MongoDocumentLookup,
+  faultLabelled,
   makeRedactor,
   type MongoChangeFeedOptions,
 } from '@sync/mongo';
@@ -135,21 +136,23 @@ export function mongoChangeApplication(
           // A per-shard worker reads its own shard's stream, connected to the shard directly;
           // its getMores return sooner, so that its read mark (which the other workers wait
           // for) follows an idle shard closely.
-          feed: shard
-            ? new MongoChangeFeed(
-                () => directory.shardClient(ctx.job.source.name, sourceShardOf(shard)),
-                {
-                  maxAwaitTimeMS: 250,
-                  ...options.feed,
-                },
-              )
-            : new MongoChangeFeed(source, options.feed),
-          writer: new MongoChangeWriter(destination, guard),
-          lookup: new MongoDocumentLookup(source),
-          checkpoints: new MongoCheckpointStore(
-            destination,
-            `changeEvents:${ctx.checkpointKey}`,
-            guard,
+          // Labelled at the boundary like the directory's adapters (the feed's cursors too).
+          feed: faultLabelled(
+            shard
+              ? new MongoChangeFeed(
+                  () => directory.shardClient(ctx.job.source.name, sourceShardOf(shard)),
+                  {
+                    maxAwaitTimeMS: 250,
+                    ...options.feed,
+                  },
+                )
+              : new MongoChangeFeed(source, options.feed),
+            ['open'],
+          ),
+          writer: faultLabelled(new MongoChangeWriter(destination, guard)),
+          lookup: faultLabelled(new MongoDocumentLookup(source)),
+          checkpoints: faultLabelled(
+            new MongoCheckpointStore(destination, `changeEvents:${ctx.checkpointKey}`, guard),
           ),
         };
       },

@@ -1,5 +1,7 @@
 import { shardClaimLost } from '../shards/claim-fence';
+import { Double, Int32, Long } from 'bson';
 import {
+  faultCode,
   hasFaultLabel,
   hasFaultLabelInChain,
   labelFault,
@@ -41,6 +43,26 @@ describe('labelsForCode / labelsForWriteCode', () => {
       expect(labelsForCode(code).has('shapeConflict')).toBe(false);
     }
     expect(labelsForWriteCode(11000).has('shapeConflict')).toBe(false);
+  });
+});
+
+describe('faultCode: the code of an error decoded with exact BSON options', () => {
+  it('reads numbers, Int32, Long and Double alike; nothing else is a code', () => {
+    expect(faultCode(10107)).toBe(10107);
+    expect(faultCode(new Int32(10107))).toBe(10107);
+    expect(faultCode(Long.fromNumber(11000))).toBe(11000);
+    expect(faultCode(new Double(91))).toBe(91);
+    expect(faultCode('10107')).toBeUndefined();
+    expect(faultCode({ valueOf: () => 10107 })).toBeUndefined();
+    expect(faultCode(undefined)).toBeUndefined();
+  });
+
+  it('an error whose code is an Int32 is labelled by it (a job-store read’s NotWritablePrimary)', () => {
+    const error = Object.assign(new Error('not primary'), {
+      name: 'MongoServerError',
+      code: new Int32(10107),
+    });
+    expect([...labelsOf(error)].sort()).toEqual(['refused', 'transient']);
   });
 });
 

@@ -73,6 +73,23 @@ const TRANSIENT_SERVER_LABELS = /Retryable|ResumableChangeStreamError|TransientT
 /** Names of the driver's error classes that mean "try again" (for unlabelled errors only). */
 const TRANSIENT_CLASS_NAMES = /Network|ServerSelection|PoolCleared|Timeout|NotPrimary|Interrupted/;
 
+/**
+ * A server error code as a number. A command run with exact BSON options (`promoteValues:
+ * false`, as the job store's reads are) gets its error reply decoded the same way, so its
+ * `code` is an Int32 (or a Long, a Double), not a number.
+ */
+export function faultCode(code: unknown): number | undefined {
+  if (typeof code === 'number') return code;
+  if (code === null || typeof code !== 'object') return undefined;
+  const bson = code as { _bsontype?: unknown; toNumber?: () => number; valueOf(): unknown };
+  if (bson._bsontype === 'Long' && typeof bson.toNumber === 'function') return bson.toNumber();
+  if (bson._bsontype === 'Int32' || bson._bsontype === 'Double') {
+    const value = bson.valueOf();
+    return typeof value === 'number' ? value : undefined;
+  }
+  return undefined;
+}
+
 /** The labels a server error code carries (a whole command's error). */
 export function labelsForCode(code: number | undefined): Set<FaultLabel> {
   const labels = new Set<FaultLabel>();
@@ -135,7 +152,7 @@ export function labelsOf(error: unknown): ReadonlySet<FaultLabel> {
     name?: unknown;
     errorLabels?: unknown;
   };
-  const numeric = typeof code === 'number' ? code : undefined;
+  const numeric = faultCode(code);
   // A per-write failure of a bulk (not an Error) may be a shape conflict; a command's error not.
   const labels = error instanceof Error ? labelsForCode(numeric) : labelsForWriteCode(numeric);
   if (typeof name === 'string' && TRANSIENT_CLASS_NAMES.test(name)) labels.add('transient');

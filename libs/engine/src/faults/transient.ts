@@ -1,5 +1,5 @@
 import { ApiError } from '@sync/contracts';
-import { hasFaultLabel, hasFaultLabelInChain } from './fault-labels';
+import { faultCode, hasFaultLabel, hasFaultLabelInChain } from './fault-labels';
 
 /**
  * Which failures are transient (worth trying again: failover, shutdown, timeouts, a dropped
@@ -31,7 +31,8 @@ export function worthRunningAgain(error: unknown): boolean {
 /** "<codeName, else the error's name> (code N): <message>", for a failure's text. */
 export function describeFault(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const { code, codeName } = error as { code?: unknown; codeName?: unknown };
+  const { code: raw, codeName } = error as { code?: unknown; codeName?: unknown };
+  const code = faultCode(raw);
   const what = typeof codeName === 'string' ? codeName : error.name;
-  return `${what}${typeof code === 'number' ? ` (code ${code})` : ''}: ${error.message}`;
+  return `${what}${code !== undefined ? ` (code ${code})` : ''}: ${error.message}`;
 }
