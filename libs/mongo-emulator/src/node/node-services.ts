@@ -1,4 +1,4 @@
-import { Long, type ObjectId } from 'bson';
+import { Long, type Document, type ObjectId } from 'bson';
 import type { ClusterClock } from '../clock/cluster-clock';
 import type { Oplog } from '../oplog/oplog';
 import type { CursorManager } from '../cursors/cursor-manager';
@@ -10,6 +10,14 @@ import type { TransactionManager } from '../transactions/manager';
 
 /** The replica set's term: the emulated primary is elected once (hello, oplog `t`). */
 export const TERM = Long.fromNumber(1);
+
+/**
+ * The node's topologyVersion as it goes on the wire: in `hello`, `serverStatus().repl` and
+ * NotPrimary error replies.
+ */
+export function topologyVersionDoc(node: Pick<NodeServices, 'topologyVersion'>): Document {
+  return { processId: node.topologyVersion.processId, counter: node.topologyVersion.counter };
+}
 
 export interface ReplicaSetNodeOptions {
   /** Replica set name reported by hello (`setName`). */

@@ -8,6 +8,7 @@ import type {
   ConnectionContext,
 } from '../commands/types';
 import type { ReplicaSetNode } from '../node/replica-set-node';
+import { topologyVersionDoc } from '../node/node-services';
 import {
   isAuthorized,
   mayBypassWriteBlocking,
@@ -224,8 +225,7 @@ export class NodeCommandExecutor implements CommandExecutor {
     const failed = asNumber(reply.ok) === 0 ? asNumber(reply.code) : undefined;
     const codes = [failed, wce ? asNumber(wce.code) : undefined];
     if (!codes.some((c) => c !== undefined && NOT_PRIMARY_CODES.has(c))) return;
-    const tv = this.node.topologyVersion;
-    reply.topologyVersion = { processId: tv.processId, counter: tv.counter };
+    reply.topologyVersion = topologyVersionDoc(this.node);
   }
 
   /** A retryable write: `txnNumber` without `autocommit` (a transaction's statements are not). */

@@ -1,6 +1,6 @@
 import { Long, ObjectId, type Document } from 'bson';
 import { CommandError } from '../../errors';
-import { TERM, type NodeServices } from '../../node/node-services';
+import { TERM, topologyVersionDoc, type NodeServices } from '../../node/node-services';
 import type { CommandContext, CommandDefinition } from '../types';
 import { MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE } from '../../wire/protocol';
 import { LOGICAL_SESSION_TIMEOUT_MINUTES } from '../../server/sessions';
@@ -54,10 +54,6 @@ export function lastWrite(node: NodeServices): Document {
     majorityOpTime: { ts, t: TERM },
     majorityWriteDate: date,
   };
-}
-
-function topologyVersionDoc(node: NodeServices): Document {
-  return { processId: node.topologyVersion.processId, counter: node.topologyVersion.counter };
 }
 
 /**

@@ -4,6 +4,7 @@ import { CommandError } from '../../errors';
 import type { CommandContext, CommandDefinition } from '../types';
 import { MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE } from '../../wire/protocol';
 import { serverStatsOf } from '../../server/stats';
+import { topologyVersionDoc } from '../../node/node-services';
 import { lastWrite, MAX_WIRE_VERSION, MAX_WRITE_BATCH_SIZE, TERM } from './hello';
 
 export const SERVER_VERSION = '7.0.14';
@@ -55,10 +56,7 @@ function serverStatus(ctx: CommandContext): Document {
       Object.entries(stats.opcounters).map(([k, v]) => [k, Long.fromNumber(v)]),
     ),
     repl: {
-      topologyVersion: {
-        processId: node.topologyVersion.processId,
-        counter: node.topologyVersion.counter,
-      },
+      topologyVersion: topologyVersionDoc(node),
       hosts: [node.host],
       setName: node.options.setName,
       setVersion: new Int32(1),
