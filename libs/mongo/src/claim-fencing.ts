@@ -2,6 +2,7 @@ import { shardClaimLost, type ClaimGuard } from '@sync/engine';
 import type { Document } from 'bson';
 import type { Collection } from 'mongodb';
 import { toNumber } from './exact-bson';
+import { wrapMethods } from './wrap-methods';
 
 /** The field of the metadata documents that records the claim epoch of their last writer. */
 export const CLAIM_EPOCH = 'claimEpoch';
@@ -75,16 +76,13 @@ export function leaseGuarded<T extends object>(
   methods: ReadonlyArray<keyof T & string>,
 ): T {
   if (!guard) return target;
-  const guarded = new Set<string>(methods);
-  return new Proxy(target, {
-    get(object, property, receiver) {
-      const value = Reflect.get(object, property, receiver) as unknown;
-      if (typeof property !== 'string' || !guarded.has(property) || typeof value !== 'function')
-        return value;
-      return (...args: unknown[]) => {
-        guard.assertHeld();
-        return (value as (...a: unknown[]) => unknown).apply(object, args);
-      };
-    },
-  });
+  const guarded = new Set<PropertyKey>(methods);
+  return wrapMethods(target, (property, call) =>
+    guarded.has(property)
+      ? (...args: unknown[]) => {
+          guard.assertHeld();
+          return call(...args);
+        }
+      : null,
+  );
 }

@@ -13,6 +13,7 @@ import {
   MongoOperationTimeoutError,
   MongoServerSelectionError,
 } from 'mongodb';
+import { wrapMethods } from './wrap-methods';
 
 /**
  * The adapters' one labelling of driver failures (the engine's fault labels, fault-labels.ts):
@@ -81,28 +82,15 @@ export function faultLabelled<T extends object>(
   target: T,
   wrapResults: ReadonlyArray<keyof T & string> = [],
 ): T {
-  const nested = new Set<string>(wrapResults);
-  const wrappers = new Map<PropertyKey, { of: unknown; call: (...args: unknown[]) => unknown }>();
-  return new Proxy(target, {
-    get(object, property, receiver) {
-      const value = Reflect.get(object, property, receiver) as unknown;
-      if (typeof value !== 'function' || property === 'constructor') return value;
-      const known = wrappers.get(property);
-      if (known?.of === value) return known.call; // stable identity: a.f === a.f
-      const method = value as (...args: unknown[]) => unknown;
-      const wrapResolved = typeof property === 'string' && nested.has(property);
-      const call = (...args: unknown[]): unknown => {
-        let result: unknown;
-        try {
-          result = method.apply(object, args);
-        } catch (error) {
-          throw labelDriverError(error);
-        }
-        return labelledResult(result, wrapResolved);
-      };
-      wrappers.set(property, { of: value, call });
-      return call;
-    },
+  const nested = new Set<PropertyKey>(wrapResults);
+  return wrapMethods(target, (property, call) => (...args: unknown[]) => {
+    let result: unknown;
+    try {
+      result = call(...args);
+    } catch (error) {
+      throw labelDriverError(error);
+    }
+    return labelledResult(result, nested.has(property));
   });
 }
 

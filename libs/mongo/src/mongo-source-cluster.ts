@@ -266,25 +266,13 @@ export class MongoSourceCluster implements SourceCluster {
     collection: string,
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
-    const maxBytes = options.maxBatchBytes ?? Infinity;
-    let documents: Document[] = [];
-    let sizes: number[] = [];
-    let bytes = 0;
-    for await (const served of this.rawBatches(database, collection, options)) {
-      for (const buffer of served) {
-        documents.push(BSON.deserialize(buffer, EXACT_BSON));
-        sizes.push(buffer.byteLength);
-        bytes += buffer.byteLength;
-        if (documents.length >= options.batchSize || bytes >= maxBytes) {
-          yield { documents, sizes, bytes };
-          if (options.signal?.aborted) return;
-          documents = [];
-          sizes = [];
-          bytes = 0;
-        }
-      }
+    for await (const batch of this.readRaw(database, collection, options)) {
+      yield {
+        documents: batch.documents.map((raw) => BSON.deserialize(raw, EXACT_BSON)),
+        sizes: batch.documents.map((raw) => raw.byteLength),
+        bytes: batch.bytes,
+      };
     }
-    if (documents.length > 0) yield { documents, sizes, bytes };
   }
 
   /**

@@ -8,13 +8,13 @@ import type { DigestOptions, RangeDigest, ReadOptions } from '../ports/source-cl
  * alike.
  */
 export async function digestDocuments(
-  documents: AsyncIterable<Uint8Array | Uint8Array[]> | Iterable<Uint8Array | Uint8Array[]>,
+  batches: AsyncIterable<Uint8Array[]> | Iterable<Uint8Array[]>,
 ): Promise<RangeDigest> {
   const hash = createHash('sha256');
   let count = 0;
   let bytes = 0;
-  for await (const item of documents) {
-    for (const raw of Array.isArray(item) ? item : [item]) {
+  for await (const batch of batches) {
+    for (const raw of batch) {
       hash.update(raw);
       count += 1;
       bytes += raw.byteLength;

@@ -58,23 +58,22 @@ export class SharedView implements VerifiableCluster {
     return digestDocuments(this.keptRaw(database, collection, digestRead(options)));
   }
 
-  /** The kept documents' raw bytes, in `_id` order. */
+  /** The kept documents' raw bytes, in `_id` order, a read batch at a time. */
   private async *keptRaw(
     database: string,
     collection: string,
     read: ReadOptions,
-  ): AsyncIterable<Uint8Array> {
+  ): AsyncIterable<Uint8Array[]> {
     const fields = this.share.keepFields;
     if (this.inner.readRaw) {
       for await (const batch of this.inner.readRaw(database, collection, read)) {
-        for (const raw of batch.documents) {
-          const routed = fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT);
-          if (this.share.keep(routed)) yield raw;
-        }
+        yield batch.documents.filter((raw) =>
+          this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
+        );
       }
     } else {
       for await (const batch of this.read(database, collection, read)) {
-        for (const doc of batch.documents) yield BSON.serialize(doc);
+        yield batch.documents.map((doc) => BSON.serialize(doc));
       }
     }
   }
