@@ -1,3 +1,5 @@
+import { labelFault } from '../faults/fault-labels';
+
 /**
  * Errors of change application with stable names. None of them is retried by the applier:
  * they stop it so the state machine can surface them (progress + log) instead of skipping.
@@ -11,6 +13,7 @@ export class ApplyError extends Error {
   ) {
     super(message, options);
     this.name = new.target.name;
+    if (!isRetryable) labelFault(this, ['permanent']);
   }
 }
 

@@ -10,6 +10,8 @@ import {
 } from '../ports/source-cluster';
 import { ByteBudget } from './byte-budget';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
+import { labelFault } from '../faults/fault-labels';
+import { worthRunningAgain } from '../faults/transient';
 import type { CopyTally } from './copy-tally';
 import { InsertBatcher, type WriteBatch } from './insert-batcher';
 
@@ -372,6 +374,9 @@ export class CopyWriteError extends Error {
       { cause },
     );
     this.name = 'CopyWriteError';
+    // A destination that rejected a document (a server error with a code) stops the sync; a
+    // connection that broke while writing does not.
+    if (!worthRunningAgain(cause)) labelFault(this, ['permanent']);
   }
 }
 

@@ -11,6 +11,9 @@ import {
 } from './fault-labels';
 import { isTransientFault, worthRunningAgain } from './transient';
 import { isPermanent } from '../job/sync-runner';
+import { ApiError } from '@sync/contracts';
+import { DestinationWriteError, HistoryLostError } from '../apply/errors';
+import { CopyWriteError } from '../copy/copier';
 
 const serverError = (code: number, labels: string[] = []) =>
   Object.assign(new Error(`server error ${code}`), {
@@ -128,5 +131,26 @@ describe('classification by label', () => {
     expect(isPermanent(serverError(13))).toBe(true);
     expect(isPermanent(serverError(10107))).toBe(false);
     expect(isPermanent(Object.assign(new Error('x'), { name: 'MongoNetworkError' }))).toBe(false);
+  });
+
+  it("the engine's own stops carry `permanent` from their construction, read by label alone", () => {
+    const stop = new DestinationWriteError('cannot apply', false);
+    const retry = new DestinationWriteError('pool cleared', true);
+    expect(hasFaultLabel(stop, 'permanent')).toBe(true);
+    expect(hasFaultLabel(retry, 'permanent')).toBe(false);
+    expect([isPermanent(stop), isPermanent(retry)]).toEqual([true, false]);
+    // A history lost has a server code (286) but is the engine's stop, not a refusal to retry.
+    const lost = new HistoryLostError('gone', 286);
+    expect([...labelsOf(lost)]).toEqual(['permanent']);
+    expect(isPermanent(lost)).toBe(true);
+    // A copy write refused for good stops; one cut by a broken connection runs again.
+    expect(isPermanent(new CopyWriteError('d.c', serverError(2)))).toBe(true);
+    const broken = Object.assign(new Error('closed'), { name: 'MongoNetworkError' });
+    expect(isPermanent(new CopyWriteError('d.c', broken))).toBe(false);
+    expect(isPermanent(new CopyWriteError('d.c', serverError(91)))).toBe(false);
+    // An API error and a programming error never pass an adapter: read as permanent.
+    expect(isPermanent(new ApiError('InvalidRequest', 'bad'))).toBe(true);
+    expect(isPermanent(new TypeError('x is not a function'))).toBe(true);
+    expect(isPermanent(new Error('plain'))).toBe(false);
   });
 });

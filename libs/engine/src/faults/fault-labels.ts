@@ -1,3 +1,5 @@
+import { ApiError } from '@sync/contracts';
+
 /**
  * What a failure IS, said once where it enters the engine: the driver adapters (libs/mongo)
  * label what they throw and every per-write failure of a bulk they return, from the driver's own
@@ -24,7 +26,13 @@ export type FaultLabel =
    */
   | 'shapeConflict'
   /** The destination refused a document of the copy (other than as a duplicate key). */
-  | 'documentRejected';
+  | 'documentRejected'
+  /**
+   * Running the sync again cannot cure it: the sync stops and shows it. The engine's own named
+   * stops carry it from their construction (an ApplyError that is not retryable, a copy write
+   * refused for good); an API error and a programming error (TypeError...) are read as such.
+   */
+  | 'permanent';
 
 export const FAULT_LABELS: readonly FaultLabel[] = [
   'transient',
@@ -33,6 +41,7 @@ export const FAULT_LABELS: readonly FaultLabel[] = [
   'writeConcern',
   'shapeConflict',
   'documentRejected',
+  'permanent',
 ];
 
 /** Duplicate key: 11000 (and the codes older servers used for it, 11001 and 12582). */
@@ -139,8 +148,9 @@ export function labelFault<T>(target: T, labels: Iterable<FaultLabel>): T {
 }
 
 /**
- * The labels of a failure: those its adapter attached, else (it never passed an adapter) read
- * from its server code, its error labels and its class name. Its own labels only; see
+ * The labels of a failure: those its adapter (or its constructor) attached, else (it never
+ * passed an adapter) read from its server code, its error labels and its class (an API error
+ * and a programming error are `permanent`). Its own labels only; see
  * `isTransientFault` for a cause's.
  */
 export function labelsOf(error: unknown): ReadonlySet<FaultLabel> {
@@ -159,6 +169,14 @@ export function labelsOf(error: unknown): ReadonlySet<FaultLabel> {
   const serverLabels =
     errorLabels instanceof Set ? [...errorLabels] : Array.isArray(errorLabels) ? errorLabels : [];
   if (serverLabels.some((l) => isTransientServerLabel(String(l)))) labels.add('transient');
+  if (
+    error instanceof ApiError ||
+    error instanceof TypeError ||
+    error instanceof RangeError ||
+    error instanceof ReferenceError
+  ) {
+    labels.add('permanent');
+  }
   return labels;
 }
 

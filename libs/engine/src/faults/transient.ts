@@ -1,4 +1,3 @@
-import { ApiError } from '@sync/contracts';
 import { faultCode, hasFaultLabel, hasFaultLabelInChain } from './fault-labels';
 
 /**
@@ -24,7 +23,7 @@ export function isTransientFault(error: unknown): boolean {
  * connection, a closed client) is worth running again.
  */
 export function worthRunningAgain(error: unknown): boolean {
-  if (error instanceof ApiError) return false;
+  if (hasFaultLabel(error, 'permanent')) return false;
   return !hasFaultLabel(error, 'refused') || isTransientFault(error);
 }
 

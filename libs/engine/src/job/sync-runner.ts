@@ -1,13 +1,11 @@
 import type { Timestamp } from 'bson';
-import { ApiError } from '@sync/contracts';
 import { ApplyError } from '../apply/errors';
-import { isTransientFault, worthRunningAgain } from '../faults/transient';
-import { hasFaultLabel } from '../faults/fault-labels';
+import { worthRunningAgain } from '../faults/transient';
 import { RetryCounter, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { isSyncedNamespace } from '../apply/namespace-rules';
 import { CatalogEventRouter } from '../catalog/event-router';
 import { CopyRunner } from '../copy/copy-runner';
-import { CopyWriteError, type CopierOptions } from '../copy/copier';
+import type { CopierOptions } from '../copy/copier';
 import type { PartitioningOptions } from '../copy/partition-planner';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { Clock } from '../ports/clock';
@@ -464,24 +462,12 @@ export class TransientFaultBudgetExhaustedError extends Error {
   }
 }
 
-/** Errors a retry cannot fix: the sync stops and shows them. */
+/**
+ * Errors a retry cannot fix: the sync stops and shows them. By label only (fault-labels.ts):
+ * `permanent` (the engine's named stops, an API error, a programming error), or a server's
+ * refusal with a code that is not transient (e.g. a refused shardCollection repeats on every
+ * retry).
+ */
 export function isPermanent(error: Error): boolean {
-  if (error instanceof ApiError) return true;
-  // A server's answer with a code (e.g. a refused shardCollection) repeats on every retry.
-  if (
-    hasFaultLabel(error, 'refused') &&
-    !(error instanceof ApplyError) &&
-    !(error instanceof CopyWriteError)
-  ) {
-    return !isTransientFault(error);
-  }
-  // A destination that rejected a document (a server error with a code) is permanent; a
-  // connection that broke while writing is not.
-  if (error instanceof CopyWriteError) {
-    return !worthRunningAgain(error.cause);
-  }
-  if (error instanceof ApplyError) return !error.isRetryable;
-  return (
-    error instanceof TypeError || error instanceof RangeError || error instanceof ReferenceError
-  );
+  return !worthRunningAgain(error);
 }
