@@ -33,4 +33,17 @@ describe('CachingMongoClient (handles reused, never connected here)', () => {
     expect(client.db('db0')).not.toBe(first); // evicted, built again
     expect(client.db('db300')).toBe(client.db('db300'));
   });
+
+  it('keeps a bounded number of collection handles across all databases', () => {
+    const first = client.db('t0').collection('c0');
+    // 3 databases × 200 collections: more than the bound in all, less than it in each.
+    for (let d = 0; d < 3; d++)
+      for (let c = 0; c < 200; c++) client.db(`t${d}`).collection(`c${c}`);
+    expect(client.db('t0').collection('c0')).not.toBe(first); // evicted, built again
+    const last = client.db('t2').collection('c199');
+    expect(client.db('t2').collection('c199')).toBe(last);
+    expect(last.namespace).toBe('t2.c199');
+    // The same collection name in another database is another handle.
+    expect(client.db('t1').collection('c199')).not.toBe(last);
+  });
 });

@@ -8,6 +8,7 @@ import {
   type PartitionRecord,
   type PersistedJob,
 } from '@sync/engine';
+import { createHash } from 'node:crypto';
 import { BSON, type Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import { CLAIM_EPOCH, Fencing, isDuplicateKey } from './claim-fencing';
@@ -27,7 +28,7 @@ import { EXACT_BSON, toNumber } from './exact-bson';
  */
 /** A catalog record as this store last wrote or read it. */
 interface WrittenRecord {
-  bytes: Buffer;
+  digest: string;
   pos: number;
   version: number;
 }
@@ -35,10 +36,10 @@ interface WrittenRecord {
 export class MongoJobStore implements JobStore {
   private readonly fencing: Fencing;
   /**
-   * The catalog as this store last wrote or read it: namespace key → its record's BSON and its
-   * place in the catalog's order. Null before the first load or save (nothing known).
+   * The catalog as this store last wrote or read it: namespace key → its record's digest, its
+   * place in the catalog's order and the version it was written under. Null before the first
+   * load or save (nothing known).
    */
-  /** Each current record's bytes, position and the catalog version it was written under. */
   private written: Map<string, WrittenRecord> | null = null;
   private catalogVersion = 0;
   /** A save wrote catalog records and has not switched to them (it failed, or is under way). */
@@ -125,7 +126,7 @@ export class MongoJobStore implements JobStore {
     const namespaces = normaliseNamespaces(current.map((c) => c.record));
     namespaces.forEach((n, i) =>
       written.set(n.key, {
-        bytes: recordBytes(n),
+        digest: recordDigest(n),
         pos: current[i]!.pos,
         version: current[i]!.version,
       }),
@@ -168,12 +169,12 @@ export class MongoJobStore implements JobStore {
     for (const w of before.values()) nextPos = Math.max(nextPos, w.pos + 1);
     const changed: Document[] = [];
     for (const record of namespaces) {
-      const bytes = recordBytes(record);
+      const digest = recordDigest(record);
       const known = before.get(record.key);
       const pos = known?.pos ?? nextPos++;
-      if (!known || !known.bytes.equals(bytes)) {
+      if (!known || known.digest !== digest) {
         changed.push({ key: record.key, pos, record });
-        after.set(record.key, { bytes, pos, version: -1 }); // the new version, set below
+        after.set(record.key, { digest, pos, version: -1 }); // the new version, set below
       } else after.set(record.key, known);
     }
     const removed = [...before.keys()].filter((key) => !after.has(key));
@@ -375,9 +376,15 @@ export class MongoJobStore implements JobStore {
   }
 }
 
-/** A catalog record's bytes: what tells a changed record from an unchanged one. */
-function recordBytes(record: NamespaceRecord): Buffer {
-  return Buffer.from(BSON.serialize(record as unknown as Document));
+/**
+ * A record's fingerprint: the SHA-1 of its BSON, to tell a changed record from one already
+ * written. A digest, not the bytes: kept for every namespace, the bytes cost ~700 bytes each
+ * (small Buffers pin slices of Node's 8 KiB pool slabs); the digest ~60.
+ */
+function recordDigest(record: NamespaceRecord): string {
+  return createHash('sha1')
+    .update(BSON.serialize(record as unknown as Document))
+    .digest('base64');
 }
 
 function normaliseJob(raw: Document): JobRecord {
