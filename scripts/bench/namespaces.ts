@@ -33,7 +33,7 @@ export interface NamespacesResult {
   rssBytesPerNamespaceOver250: number;
   /**
    * What the worker asked of each cluster per namespace, start → canCommit (the emulators'
-   * `serverStatus().opcounters` differences; a command's round trip is the cost that grows with
+   * `serverStatus().metrics.commands` differences, by command name; a command's round trip is the cost that grows with
    * the namespace count). Absent in a crash loop (restarts repeat work).
    */
   opsPerNamespace?: { source: Record<string, number>; destination: Record<string, number> };
@@ -253,7 +253,7 @@ export function renderNamespaces(r: NamespacesResult): string[] {
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
     ...(r.opsPerNamespace
       ? [
-          `  operations per namespace  source ${describeOps(r.opsPerNamespace.source)}; destination ${describeOps(r.opsPerNamespace.destination)} (start → canCommit, serverStatus opcounters)`,
+          `  operations per namespace  source ${describeOps(r.opsPerNamespace.source)}; destination ${describeOps(r.opsPerNamespace.destination)} (start → canCommit, serverStatus metrics.commands)`,
         ]
       : []),
     `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)`,
@@ -267,17 +267,27 @@ export function renderNamespaces(r: NamespacesResult): string[] {
 
 const round = (v: number): number => Math.round(v * 1000) / 1000;
 
-/** A cluster's `serverStatus().opcounters` (query, insert, update, delete, getmore, command). */
+/**
+ * A cluster's commands run so far, by name (`serverStatus().metrics.commands.<name>.total`), or
+ * its `opcounters` (query, insert, ..., command) where the server keeps no per-command counts.
+ */
 async function opcounters(client: MongoClient): Promise<Record<string, number>> {
   const status = await client.db('admin').command({ serverStatus: 1 });
+  const commands = (status.metrics as Document | undefined)?.commands as Document | undefined;
+  if (commands && Object.keys(commands).length > 0)
+    return Object.fromEntries(
+      Object.entries(commands)
+        .filter(([, c]) => c !== null && typeof c === 'object' && 'total' in c)
+        .map(([name, c]) => [name, Number((c as Document).total)]),
+    );
   const counters = (status.opcounters ?? {}) as Record<string, unknown>;
   return Object.fromEntries(Object.entries(counters).map(([op, v]) => [op, Number(v)]));
 }
 
-/** `query 1.02, command 3.4, ...`: the non-zero counts, largest first. */
+/** `find 1.02, listIndexes 1, ...`: the counts of 0.01 and more, largest first. */
 function describeOps(ops: Record<string, number>): string {
   const parts = Object.entries(ops)
-    .filter(([, v]) => v > 0)
+    .filter(([, v]) => v >= 0.005)
     .sort((a, b) => b[1] - a[1])
     .map(([op, v]) => `${op} ${Math.round(v * 100) / 100}`);
   return parts.length > 0 ? parts.join(', ') : 'none';

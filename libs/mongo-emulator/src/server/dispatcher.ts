@@ -91,6 +91,8 @@ interface RunState {
   baseline?: Timestamp;
   /** The command carried `autocommit` (it is part of a multi-document transaction). */
   inTransaction?: boolean;
+  /** Counted in serverStatus `metrics.commands` under this name (its failure is counted too). */
+  counted?: string;
 }
 
 /** Codes mongod counts as retriable (ErrorCodes::isRetriableError: network, not primary, ...). */
@@ -149,6 +151,7 @@ export class NodeCommandExecutor implements CommandExecutor {
     } catch (err) {
       if (err instanceof CloseConnection) throw err;
       reply = this.errorReply(err, state);
+      if (state.counted) this.stats.countFailure(state.counted);
     }
     this.withTopologyVersion(reply);
     return this.withClusterTime(reply, this.operationTime(state));
@@ -270,6 +273,7 @@ export class NodeCommandExecutor implements CommandExecutor {
     if (db === '' || /[/\\. "$\0]/.test(db))
       throw new CommandError('InvalidNamespace', `Invalid database name: '${db}'`);
     this.stats.countCommand(def.name);
+    state.counted = def.name;
 
     // A client's $clusterTime moves the clock forward; without access control it is trusted.
     if (!node.authEnabled && body.$clusterTime !== undefined)

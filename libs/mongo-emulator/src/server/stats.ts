@@ -17,6 +17,8 @@ export class ServerStats {
    * and deleted by this node's commands.
    */
   readonly document = { deleted: 0, inserted: 0, returned: 0, updated: 0 };
+  /** serverStatus `metrics.commands`: per command name, the runs and the failed ones. */
+  readonly commands = new Map<string, { total: number; failed: number }>();
 
   /** Adds a successful command's documents to `metrics.document`. */
   countDocuments(name: string, cmd: Document, reply: Document): void {
@@ -57,6 +59,9 @@ export class ServerStats {
   }
 
   countCommand(name: string): void {
+    const counts = this.commands.get(name);
+    if (counts) counts.total += 1;
+    else this.commands.set(name, { total: 1, failed: 0 });
     switch (name) {
       case 'insert':
         this.opcounters.insert += 1;
@@ -76,6 +81,12 @@ export class ServerStats {
       default:
         this.opcounters.command += 1;
     }
+  }
+
+  /** A counted command (`countCommand`) that answered with an error. */
+  countFailure(name: string): void {
+    const counts = this.commands.get(name);
+    if (counts) counts.failed += 1;
   }
 }
 

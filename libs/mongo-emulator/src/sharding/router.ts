@@ -102,6 +102,9 @@ export class MongosRouter implements CommandExecutor {
       return await this.route(body, conn);
     } catch (err) {
       if (err instanceof CloseConnection) throw err;
+      // Counted only when `route` counted the command (a name seen before: see countFailure).
+      const name = firstKey(body);
+      if (name) this.stats.countFailure(name);
       let reply: Document;
       if (err instanceof CommandError) reply = err.toReply();
       else {

@@ -87,6 +87,15 @@ function serverStatus(ctx: CommandContext): Document {
       document: Object.fromEntries(
         Object.entries(stats.document).map(([k, v]) => [k, Long.fromNumber(v)]),
       ),
+      // mongod: per command run, `{failed, total}` (NumberLong), by the command's name.
+      commands: Object.fromEntries(
+        [...stats.commands]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([name, c]) => [
+            name,
+            { failed: Long.fromNumber(c.failed), total: Long.fromNumber(c.total) },
+          ]),
+      ),
     },
     connectionId: conn.id,
     ok: 1,
