@@ -88,4 +88,25 @@ describe('planPartitions', () => {
     });
     expect(tiny).toHaveLength(1);
   });
+
+  it('a billion-document collection is planned from one bounded sample, not a scan', async () => {
+    // 1e9 documents of ~1 KB: the planner asks for one $sample of maxPartitions × oversampling
+    // _ids (first stage of its pipeline, well under 5 % of the documents: on a real server a
+    // pseudo-random cursor, so its cost does not grow with the collection) and plans from it.
+    const calls: number[] = [];
+    const sampling = Object.create(source) as FakeCluster;
+    sampling.sampleSortedIds = async (db: string, coll: string, size: number) => {
+      calls.push(size);
+      return source.sampleSortedIds(db, coll, size);
+    };
+    const parts = await planPartitions(
+      sampling,
+      ns({ estimatedBytes: 1e12, estimatedCount: 1e9 }),
+    );
+    expect(calls).toEqual([512 * 10]);
+    expect(calls[0]! / 1e9).toBeLessThan(0.05);
+    // The fake holds 1,000 documents: the sample's quantiles give as many ranges as it can.
+    expect(parts.length).toBeGreaterThan(100);
+    expect(parts.length).toBeLessThanOrEqual(512);
+  });
 });
