@@ -126,6 +126,36 @@ describe('incremental verification (ranges checked once, then kept verified by w
     });
   });
 
+  it('a collection being copied is read only once its partitions are in and copied', async () => {
+    const s = setup();
+    const record = s.job.namespaces[0]!;
+    record.copy = 'pending';
+    // The catalog names its partition set before the session holds the set's partitions.
+    const planned = (s.session.partitionsOf as (key: string) => PartitionRecord[])(record.key);
+    let partitions: PartitionRecord[] = [];
+    (s.session as { partitionsOf: (key: string) => PartitionRecord[] }).partitionsOf = () =>
+      partitions;
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    const digests: number[] = [];
+    try {
+      await new Promise((r) => setTimeout(r, 60));
+      digests.push(s.src.digests); // nothing copied yet: nothing to compare
+      partitions = planned.map((p) => ({ ...p, status: 'pending' }) as PartitionRecord);
+      await new Promise((r) => setTimeout(r, 60));
+      digests.push(s.src.digests);
+      partitions[0]!.status = 'done'; // the first range's copy landed
+      const deadline = Date.now() + 5_000;
+      while (s.src.digests < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      controller.abort();
+      await running;
+    }
+    expect(digests).toEqual([0, 0]);
+    expect(s.src.digests).toBe(1);
+    expect(s.dst.digests).toBe(1);
+  });
+
   it('mode full re-reads every range', async () => {
     const s = setup({ verification: { enabled: true, mode: 'full' } });
     await live(s, () => caughtUp(s));

@@ -763,7 +763,11 @@ function readiness(
   ranges: number,
 ): boolean[] | undefined {
   if (record.copy !== 'pending') return undefined;
-  if (partitions.some((p) => p.natural) || partitions.length !== ranges)
-    return Array.from({ length: ranges }, () => partitions.every((p) => p.status === 'done'));
+  // A collection being copied has partitions; none in the session yet means none copied (an
+  // empty `every` would call them all ready, and the range be read before its copy landed).
+  if (partitions.some((p) => p.natural) || partitions.length !== ranges) {
+    const all = partitions.length > 0 && partitions.every((p) => p.status === 'done');
+    return Array.from({ length: ranges }, () => all);
+  }
   return partitions.map((p) => p.status === 'done');
 }
