@@ -152,7 +152,15 @@ export class DirtyTracker {
   }
 
   namespaces(): NamespaceState[] {
-    return [...this.byDb.values()].flatMap((m) => [...m.values()]);
+    return [...this.eachNamespace()];
+  }
+
+  /**
+   * Every followed namespace, without building a list: the live pass and progress walk them
+   * several times a second, and at 100,000 namespaces those lists were much of the garbage.
+   */
+  *eachNamespace(): IterableIterator<NamespaceState> {
+    for (const dbMap of this.byDb.values()) yield* dbMap.values();
   }
 
   get(database: string, collection: string): NamespaceState | undefined {
@@ -293,7 +301,7 @@ export class DirtyTracker {
         : now - m.checkedAt >=
           Math.min(60_000, options.recheckMs * 2 ** Math.max(0, m.differs - 1)));
     const work: NamespaceWork[] = [];
-    for (const state of this.namespaces()) {
+    for (const state of this.eachNamespace()) {
       if (!state.ranges) continue;
       const ranges = state.ranges.filter(
         (r) => (r.ready || options.all) && (options.full || !r.checked || (r.dirty && due(r))),
@@ -401,7 +409,7 @@ export class DirtyTracker {
     let dirtyRanges = 0;
     let uncheckedRanges = 0;
     let oldest = Infinity;
-    for (const state of this.namespaces()) {
+    for (const state of this.eachNamespace()) {
       for (const r of state.ranges ?? []) {
         if (!r.checked) uncheckedRanges += 1;
         else if (r.dirty) dirtyRanges += 1;
@@ -424,9 +432,8 @@ export class DirtyTracker {
    * unseen by a check (what differed when checked is re-checked, and named by progress, but does
    * not hold canCommit: the final pass decides).
    */
-  caughtUp(maxAgeMs: number): boolean {
+  caughtUp(maxAgeMs: number, backlog: Backlog = this.backlog()): boolean {
     if (!this.synced) return false;
-    const backlog = this.backlog();
     return backlog.uncheckedRanges === 0 && backlog.oldestUncheckedMs <= maxAgeMs;
   }
 
@@ -437,7 +444,7 @@ export class DirtyTracker {
    */
   uncheckedMetadata(): number {
     let unchecked = 0;
-    for (const state of this.namespaces()) {
+    for (const state of this.eachNamespace()) {
       if (state.ranges && !state.metadataOk && state.metadataDiffers === 0) unchecked += 1;
     }
     return unchecked;

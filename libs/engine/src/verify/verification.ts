@@ -238,7 +238,7 @@ export class Verification {
         uncheckedRanges: backlog.uncheckedRanges,
         oldestDirtySeconds: Math.round(backlog.oldestUncheckedMs / 100) / 10,
       },
-      caughtUp: this.caughtUp(job),
+      caughtUp: this.caughtUp(job, backlog),
       retriedReads: this.retriedReads,
       ...(this.lastRetry ? { lastRetry: this.lastRetry } : {}),
       ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
@@ -252,9 +252,11 @@ export class Verification {
    * write older than `caughtUpMs` unchecked. Without a live pass (verification off, a per-shard
    * sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
    */
-  caughtUp(job: JobRecord): boolean {
+  caughtUp(job: JobRecord, backlog?: Backlog): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
-    return this.tracker.caughtUp(this.caughtUpMs) && this.tracker.uncheckedMetadata() === 0;
+    return (
+      this.tracker.caughtUp(this.caughtUpMs, backlog) && this.tracker.uncheckedMetadata() === 0
+    );
   }
 
   /** The commit's pass: throws VerificationFailedError when anything differs. */
@@ -399,7 +401,7 @@ export class Verification {
       const clean =
         state.metadataOk &&
         state.ranges.every((r) => r.checked && r.differs === 0) &&
-        [...state.ids.values()].every((e) => e.differs === 0);
+        noneDiffers(state.ids.values());
       if (clean) {
         this.verifiedKeys.add(record.key);
         this.liveMismatches.delete(state.name);
@@ -755,6 +757,12 @@ function readBatchDocuments(record: NamespaceRecord): number {
 }
 
 type ShareWithKeep = Required<Pick<CopyShare, 'keep'>> & Pick<CopyShare, 'keepFields'>;
+
+/** No entry found different when last checked (a walk, not a list: called per namespace). */
+function noneDiffers(entries: Iterable<{ differs: number }>): boolean {
+  for (const e of entries) if (e.differs !== 0) return false;
+  return true;
+}
 
 /** Which ranges are copied (a range is checked only then): all, once the namespace is. */
 function readiness(
