@@ -22,6 +22,12 @@ async function seed(c: AuthClusters): Promise<void> {
   await items.createIndex({ sku: 1 }, { unique: true, name: 'sku_1' });
   await items.createIndex({ at: 1 }, { expireAfterSeconds: 3600, name: 'at_1' });
   await items.createIndex({ tag: 1 }, { hidden: true, name: 'tag_1' });
+  // Unique with options after `unique`: relaxed during the sync, made unique again by collMod
+  // at commit, which lists `unique` last on the destination (as mongod does).
+  await items.createIndex(
+    { label: 1 },
+    { unique: true, sparse: true, collation: { locale: 'fr', strength: 2 }, name: 'label_fr' },
+  );
   await items.insertMany(
     Array.from({ length: 600 }, (_, i) => ({
       _id: new Int32(i),

@@ -2,8 +2,15 @@ import type { Document } from 'bson';
 import { bytesEqual } from './document-diff';
 
 /**
- * Differences between two index lists (specs as `listIndexes` reports them, compared as BSON
- * bytes without `v`/`ns`). `compareUnique` false ignores `unique` (relaxed during a sync).
+ * Differences between two index lists (specs as `listIndexes` reports them, without `v`/`ns`).
+ * `compareUnique` false ignores `unique` (relaxed during a sync).
+ *
+ * An index's options are named, not ordered: each option's value is compared as exact BSON
+ * (so `key` keeps its field order, and an Int32 is not a Double), but the options' order is not.
+ * mongod itself reorders them: `collMod` rewrites a changed option at the end of the spec
+ * (`unique` after the sync restores a relaxed index, `hidden`, `expireAfterSeconds`), so a
+ * destination index built `{v, key, name, collation}` and made unique lists
+ * `{..., collation, unique}` where the source lists `{..., unique, collation}`: the same index.
  */
 export function diffIndexes(
   source: Document[],
@@ -24,10 +31,21 @@ export function diffIndexes(
   for (const [name, spec] of s) {
     const other = d.get(name);
     if (!other) problems.push(`index ${name} missing on destination`);
-    else if (!bytesEqual(spec, other)) problems.push(`index ${name} differs`);
+    else {
+      const differing = differingOptions(spec, other);
+      if (differing.length > 0) problems.push(`index ${name} differs (${differing.join(', ')})`);
+    }
   }
   for (const name of d.keys()) {
     if (!s.has(name)) problems.push(`index ${name} only on destination`);
   }
   return problems;
+}
+
+/** The options one spec has and the other lacks, or both have with other BSON values. */
+function differingOptions(a: Document, b: Document): string[] {
+  const names = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...names].filter(
+    (option) => !(option in a) || !(option in b) || !bytesEqual({ o: a[option] }, { o: b[option] }),
+  );
 }

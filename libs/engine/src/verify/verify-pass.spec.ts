@@ -91,7 +91,7 @@ describe('verification pass (digests per _id range, drill-down to _ids)', () => 
     const coll = dst.collection('shop', 'items')!;
     coll.indexes.find((i) => i.name === 's_1')!.unique = false;
     expect((await verify(src, dst, false))[0]!.problems).toEqual([]);
-    expect((await verify(src, dst, true))[0]!.problems).toEqual(['index s_1 differs']);
+    expect((await verify(src, dst, true))[0]!.problems).toEqual(['index s_1 differs (unique)']);
     coll.indexes = coll.indexes.filter((i) => i.name !== 's_1');
     coll.options = {};
     expect((await verify(src, dst, false))[0]!.problems).toEqual([
