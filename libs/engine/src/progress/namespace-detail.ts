@@ -1,4 +1,5 @@
 import type { JobSession } from '../job/job-session';
+import type { NamespaceRecord } from '../ports/job-store';
 
 export interface NamespaceProgress {
   namespace: string;
@@ -17,6 +18,20 @@ export interface NamespaceProgress {
   shardKey?: Record<string, unknown>;
 }
 
+/**
+ * Whether a namespace's documents are all on the destination: marked copied, or every partition
+ * of its set done (the catalog marks a whole copy's namespaces copied in one save at its end;
+ * until then progress counts them by their partitions, so it moves while a copy of many small
+ * collections runs).
+ */
+export function isCopied(
+  record: NamespaceRecord,
+  partitions: ReadonlyArray<{ status: string }>,
+): boolean {
+  if (record.copy !== 'pending') return true;
+  return partitions.length > 0 && partitions.every((p) => p.status === 'done');
+}
+
 /** One entry per namespace of the catalog (GET /progress?detail=namespaces). */
 export function namespaceDetail(
   session: JobSession,
@@ -33,7 +48,7 @@ export function namespaceDetail(
     const state: NamespaceProgress['state'] =
       record.copy === 'none'
         ? 'created'
-        : record.copy === 'done'
+        : isCopied(record, partitions)
           ? verified.has(record.key)
             ? 'verified'
             : 'copied'

@@ -125,9 +125,10 @@ describe('progress snapshots', () => {
   });
 
   it('render: estimatedOplogTimeRemaining only while RUNNING and not writable', () => {
-    expect(renderProgress(base({ oplogTimeRemainingSeconds: 5 * 3600 + 59 })).estimatedOplogTimeRemaining).toBe(
-      '5 hours',
-    );
+    expect(
+      renderProgress(base({ oplogTimeRemainingSeconds: 5 * 3600 + 59 }))
+        .estimatedOplogTimeRemaining,
+    ).toBe('5 hours');
     expect(renderProgress(base({})).estimatedOplogTimeRemaining).toBe('not checked yet');
     expect(
       renderProgress(base({ state: 'COMMITTED', canWrite: true, oplogTimeRemainingSeconds: 9_999 }))
