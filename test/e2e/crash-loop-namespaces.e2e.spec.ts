@@ -215,10 +215,9 @@ async function tenantCatalog(
 type Detailed = Progress & Record<string, unknown>;
 
 /**
- * progress `namespaces`: the catalog's size and how many namespaces are marked copied. The copy
- * marks them all in one job write when it ends, so `copied` reads 0 throughout the copy and N
- * after it: the kills follow the copied bytes, and the per-namespace detail tells how many
- * namespaces had all their partitions copied.
+ * progress `namespaces`: the catalog's size and how many namespaces are copied (every partition
+ * done). The kills follow the copied bytes (a finer measure); the per-namespace detail tells
+ * how many namespaces were fully copied at each kill.
  */
 const namespacesOf = (p: Progress | null): { total: number; copied: number } => {
   const ns = (p as Detailed | null)?.namespaces as { total?: number; copied?: number } | undefined;
