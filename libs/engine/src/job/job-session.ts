@@ -27,6 +27,8 @@ export function deepSnapshot<T>(value: T): T {
   return value;
 }
 
+const NO_PARTITIONS: readonly PartitionRecord[] = Object.freeze([]);
+
 function doneBytes(partitions: PartitionRecord[]): number {
   return partitions.filter((p) => p.status === 'done').reduce((sum, p) => sum + p.copiedBytes, 0);
 }
@@ -166,9 +168,9 @@ export class JobSession {
   }
 
   /** Partitions of one namespace record's current set. */
-  partitionsOf(key: string): PartitionRecord[] {
+  partitionsOf(key: string): readonly PartitionRecord[] {
     const ns = this.catalog.byKey(key);
-    if (!ns || ns.partitionSet === undefined) return [];
+    if (!ns || ns.partitionSet === undefined) return NO_PARTITIONS;
     // Indexed by namespace key (rebuilt when the list is replaced or grows): asked for every
     // namespace twice a second by the verifier, a scan of all partitions each time was
     // quadratic — at 20,000 namespaces it held the event loop for tens of seconds.
@@ -182,7 +184,12 @@ export class JobSession {
       }
       this.partitionIndex = { of: all, length: all.length, byKey };
     }
-    return (this.partitionIndex.byKey.get(key) ?? []).filter((p) => p.set === ns.partitionSet);
+    // The indexed list itself when it holds only the current set (no copy per call: the verifier
+    // and progress ask for every namespace several times a second).
+    const list = this.partitionIndex.byKey.get(key);
+    if (!list) return NO_PARTITIONS;
+    const set = ns.partitionSet;
+    return list.every((p) => p.set === set) ? list : list.filter((p) => p.set === set);
   }
 
   private partitionIndex: {

@@ -133,8 +133,8 @@ describe('incremental verification (ranges checked once, then kept verified by w
     // The catalog names its partition set before the session holds the set's partitions.
     const planned = (s.session.partitionsOf as (key: string) => PartitionRecord[])(record.key);
     let partitions: PartitionRecord[] = [];
-    (s.session as { partitionsOf: (key: string) => PartitionRecord[] }).partitionsOf = () =>
-      partitions;
+    (s.session as { partitionsOf: (key: string) => readonly PartitionRecord[] }).partitionsOf =
+      () => partitions;
     const controller = new AbortController();
     const running = s.verification.runLive(s.session, controller.signal);
     const digests: number[] = [];

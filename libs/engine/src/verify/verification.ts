@@ -767,7 +767,7 @@ function noneDiffers(entries: Iterable<{ differs: number }>): boolean {
 /** Which ranges are copied (a range is checked only then): all, once the namespace is. */
 function readiness(
   record: NamespaceRecord,
-  partitions: { status: string; natural: boolean }[],
+  partitions: ReadonlyArray<{ status: string; natural: boolean }>,
   ranges: number,
 ): boolean[] | undefined {
   if (record.copy !== 'pending') return undefined;
