@@ -3,7 +3,6 @@ import type { JobSession } from '../job/job-session';
 import type { SyncRunner } from '../job/sync-runner';
 import { commitStepIndex, destinationWritable } from '../operations/commit';
 import { buildProgress, type ProgressInputs } from './progress-report';
-import { isCopied } from './namespace-detail';
 import type { VerificationStatus } from '../verify/verification';
 import type { CommitState } from '../ports/job-store';
 
@@ -147,10 +146,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
         : null,
     namespaces: {
       total: job?.namespaces.length ?? 0,
-      copied:
-        job?.namespaces.filter((n) =>
-          isCopied(n, n.copy === 'pending' && session ? session.partitionsOf(n.key) : []),
-        ).length ?? 0,
+      copied: session?.copiedNamespaces() ?? 0,
     },
     waitingFor: src.waitingFor ?? null,
     warnings:
