@@ -18,6 +18,7 @@ import { rng } from '../../scripts/lib/sample-data';
 import { recordOutput } from '../helpers/leak-ledger';
 import { stopAllProcesses } from '../helpers/processes';
 import { describeOn, testDb } from '../helpers/real-clusters';
+import { namespacesOf, RestoreInvariants } from './support/restore-invariants';
 import {
   APP,
   SYNCER,
@@ -58,8 +59,6 @@ const LOAD_MS = 60_000 + N * 10;
 const RESTORE_MS = 60_000 + N * 10;
 const COPY_MS = 120_000 + N * 20;
 const TEST_MS = LOAD_MS + COPY_MS + KILLS * RESTORE_MS + 240_000 + N * 20;
-
-const ORDER = ['RUNNING', 'COMMITTING', 'COMMITTED'];
 
 // ------------------------------------------------------------------------------------------------
 // The multi-tenant dataset
@@ -214,16 +213,6 @@ async function tenantCatalog(
 
 type Detailed = Progress & Record<string, unknown>;
 
-/**
- * progress `namespaces`: the catalog's size and how many namespaces are copied (every partition
- * done). The kills follow the copied bytes (a finer measure); the per-namespace detail tells
- * how many namespaces were fully copied at each kill.
- */
-const namespacesOf = (p: Progress | null): { total: number; copied: number } => {
-  const ns = (p as Detailed | null)?.namespaces as { total?: number; copied?: number } | undefined;
-  return { total: ns?.total ?? 0, copied: ns?.copied ?? 0 };
-};
-
 /** The copy is not done: the catalog is known and not every namespace is copied yet. */
 const copying = (p: Progress | null): boolean => {
   const { total, copied } = namespacesOf(p);
@@ -302,13 +291,8 @@ describeOn('replicaSets')(
     const workers: StartedWorker[] = [];
     const random = rng(SEED);
     const kills: Kill[] = [];
-    const seen = {
-      syncID: null as string | null,
-      state: 'RUNNING',
-      namespacesCopied: 0,
-      sourceWriteBlocked: false,
-      commitRequested: false,
-    };
+    /** What every later restore must not go back on (and exactly N namespaces). */
+    const invariants = new RestoreInvariants(N);
 
     afterAll(async () => {
       await closeClients();
@@ -324,34 +308,6 @@ describeOn('replicaSets')(
         RESTORE_MS,
         20,
       );
-    };
-
-    /** The restored job keeps everything the sync had reached (as crash-loop.e2e.spec.ts). */
-    const checkInvariants = (p: Detailed, kill: number) => {
-      const where = `after kill ${kill}: ${JSON.stringify(p)}`;
-      if (p.failure || p.error) throw new Error(`the sync failed ${where}`);
-      if (!ORDER.includes(p.state)) throw new Error(`unexpected state ${where}`);
-      if (ORDER.indexOf(p.state) < ORDER.indexOf(seen.state))
-        throw new Error(`the state went back from ${seen.state} ${where}`);
-      if (seen.commitRequested && p.state === 'RUNNING')
-        throw new Error(`a requested commit was forgotten ${where}`);
-      if (p.syncID === null || (seen.syncID !== null && p.syncID !== seen.syncID))
-        throw new Error(`the syncID changed ${where}`);
-      if (p.canWrite !== (p.state === 'COMMITTED'))
-        throw new Error(`canWrite must be true exactly when COMMITTED ${where}`);
-      const { total, copied } = namespacesOf(p);
-      if (total !== N) throw new Error(`the catalog holds ${total} namespaces, not ${N}, ${where}`);
-      if (copied < seen.namespacesCopied)
-        throw new Error(`copied namespaces went back from ${seen.namespacesCopied} ${where}`);
-      if (seen.sourceWriteBlocked && p.sourceWriteBlocked !== true)
-        throw new Error(`the source write block was lost ${where}`);
-      const copy = p.collectionCopy;
-      if (copy && copy.estimatedCopiedBytes > copy.estimatedTotalBytes)
-        throw new Error(`copied bytes exceed the total ${where}`);
-      seen.syncID = p.syncID;
-      seen.state = p.state;
-      seen.namespacesCopied = copied;
-      seen.sourceWriteBlocked ||= p.sourceWriteBlocked === true;
     };
 
     it(
@@ -404,7 +360,7 @@ describeOn('replicaSets')(
           const restoreBegan = Date.now();
           const restored = (await launch()) as Detailed;
           const restoreMs = Date.now() - restoreBegan;
-          checkInvariants(restored, k);
+          invariants.check(restored, k);
           const fullyCopiedRestored = await namespacesFullyCopied(worker.api);
           // Whole partitions stay copied through a kill: the restored job never has fewer
           // namespaces fully copied than the previous one had.
@@ -444,13 +400,13 @@ describeOn('replicaSets')(
         );
 
         const ready = await worker.api.waitFor('canCommit', (p) => p.canCommit, COPY_MS, 200);
-        checkInvariants(ready as Detailed, KILLS);
+        invariants.check(ready as Detailed, KILLS);
         const canCommitSeconds = (Date.now() - startedAt) / 1000;
         console.log(
           `[crash-loop-namespaces] seed ${SEED}: start → canCommit ${canCommitSeconds.toFixed(1)} s`,
         );
         await worker.api.expectSuccess('commit');
-        seen.commitRequested = true;
+        invariants.commitRequested = true;
         // Stops early on a commit that failed or rolled back (the sync then runs on, RUNNING).
         const committed = (await worker.api.waitFor(
           'COMMITTED',
@@ -468,7 +424,7 @@ describeOn('replicaSets')(
         )) as Detailed;
         if (committed.state !== 'COMMITTED')
           throw new Error(`the commit did not complete: ${JSON.stringify(committed)}`);
-        checkInvariants(committed, KILLS);
+        invariants.check(committed, KILLS);
         console.log(
           `[crash-loop-namespaces] seed ${SEED}: start → COMMITTED ` +
             `${((Date.now() - startedAt) / 1000).toFixed(1)} s`,

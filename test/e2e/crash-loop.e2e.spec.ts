@@ -20,6 +20,7 @@ import {
   type StartedWorker,
 } from './support/harness';
 import { describeOn } from '../helpers/real-clusters';
+import { RestoreInvariants } from './support/restore-invariants';
 
 /**
  * Issue 13 point 2, the crash loop: the worker process is SIGKILLed at KILLS random moments
@@ -42,8 +43,6 @@ const PLAN = {
   commit: 0,
 };
 PLAN.commit = KILLS - PLAN.copy - PLAN.apply;
-
-const ORDER = ['RUNNING', 'COMMITTING', 'COMMITTED'];
 
 interface Observation {
   kill: number;
@@ -73,14 +72,8 @@ describeOn('replicaSets')(
     let writer: BackgroundWriter;
     const random = rng(SEED);
     const observations: Observation[] = [];
-    /** The invariants' memory: what every later restore must not go back on. */
-    const seen = {
-      syncID: null as string | null,
-      state: 'RUNNING',
-      namespacesCopied: 0,
-      sourceWriteBlocked: false,
-      commitRequested: false,
-    };
+    /** What every later restore must not go back on. */
+    const invariants = new RestoreInvariants();
 
     afterAll(async () => {
       await writer?.stop().catch(() => undefined);
@@ -98,33 +91,6 @@ describeOn('replicaSets')(
       );
     };
 
-    /** The restored job keeps everything the sync had reached before the kill. */
-    const checkInvariants = (p: Progress & Record<string, unknown>, kill: number) => {
-      const where = `after kill ${kill}: ${JSON.stringify(p)}`;
-      if (p.failure || p.error) throw new Error(`the sync failed ${where}`);
-      if (!ORDER.includes(p.state)) throw new Error(`unexpected state ${where}`);
-      if (ORDER.indexOf(p.state) < ORDER.indexOf(seen.state))
-        throw new Error(`the state went back from ${seen.state} ${where}`);
-      if (seen.commitRequested && p.state === 'RUNNING')
-        throw new Error(`a requested commit was forgotten ${where}`);
-      if (p.syncID === null || (seen.syncID !== null && p.syncID !== seen.syncID))
-        throw new Error(`the syncID changed ${where}`);
-      if (p.canWrite !== (p.state === 'COMMITTED'))
-        throw new Error(`canWrite must be true exactly when COMMITTED ${where}`);
-      const copied = (p.namespaces as { copied?: number } | undefined)?.copied ?? 0;
-      if (copied < seen.namespacesCopied)
-        throw new Error(`copied namespaces went back from ${seen.namespacesCopied} ${where}`);
-      if (seen.sourceWriteBlocked && p.sourceWriteBlocked !== true)
-        throw new Error(`the source write block was lost ${where}`);
-      const copy = p.collectionCopy;
-      if (copy && copy.estimatedCopiedBytes > copy.estimatedTotalBytes)
-        throw new Error(`copied bytes exceed the total ${where}`);
-      seen.syncID = p.syncID;
-      seen.state = p.state;
-      seen.namespacesCopied = copied;
-      seen.sourceWriteBlocked ||= p.sourceWriteBlocked === true;
-    };
-
     /** Kills at a random moment `[minMs, maxMs)` after the worker restored its job, then restarts. */
     const killAndRestart = async (phase: Observation['phase'], minMs: number, maxMs: number) => {
       await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
@@ -132,7 +98,7 @@ describeOn('replicaSets')(
       await crash(worker);
       const restored = await launch();
       const kill = observations.length + 1;
-      checkInvariants(restored as Progress & Record<string, unknown>, kill);
+      invariants.check(restored as Progress & Record<string, unknown>, kill);
       observations.push({
         kill,
         phase,
@@ -182,14 +148,14 @@ describeOn('replicaSets')(
       const marker = { _id: new ObjectId(), marker: 'the last write before the commit' };
       await sourceApp.db('shop').collection('orders').insertOne(marker);
       await worker.api.expectSuccess('commit');
-      seen.commitRequested = true;
+      invariants.commitRequested = true;
       for (let k = 0; k < PLAN.commit; k++) await killAndRestart('commit', 0, 600);
       const committed = await worker.api.waitFor(
         'COMMITTED',
         (p) => p.state === 'COMMITTED',
         180_000,
       );
-      checkInvariants(committed as Progress & Record<string, unknown>, KILLS);
+      invariants.check(committed as Progress & Record<string, unknown>, KILLS);
       await writer.stop();
 
       const byPhase = (phase: string) =>

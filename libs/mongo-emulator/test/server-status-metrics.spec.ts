@@ -9,7 +9,7 @@ type Counters = { deleted: Long; inserted: Long; returned: Long; updated: Long }
  * Runs against a real server too (with EMULATOR_CONFORMANCE_URI), counting deltas; the server
  * should then be otherwise idle.
  */
-describe('serverStatus metrics.document', () => {
+describe('serverStatus metrics.document and metrics.commands', () => {
   let cluster: TestCluster;
   let client: MongoClient;
 
@@ -63,52 +63,40 @@ describe('serverStatus metrics.document', () => {
       returned: 3 + 2,
     });
   });
-});
 
-/**
- * serverStatus().metrics.commands: per command name `{failed, total}` NumberLongs, as mongod
- * keeps them (deltas, so a real server may be used as for metrics.document).
- */
-describe('serverStatus metrics.commands', () => {
-  let cluster: TestCluster;
-  let client: MongoClient;
+  /**
+   * metrics.commands: per command name `{failed, total}` NumberLongs, as mongod keeps them
+   * (deltas, as for metrics.document).
+   */
+  describe('metrics.commands', () => {
+    type Counts = Record<string, { failed: Long; total: Long }>;
+    const commands = async (): Promise<Counts> =>
+      (await client.db('admin').command({ serverStatus: 1 }, { promoteLongs: false })).metrics
+        .commands as Counts;
+    const ran = (after: Counts, before: Counts, name: string) => ({
+      total: after[name]!.total.toNumber() - (before[name]?.total.toNumber() ?? 0),
+      failed: after[name]!.failed.toNumber() - (before[name]?.failed.toNumber() ?? 0),
+    });
 
-  beforeAll(async () => {
-    cluster = await TestCluster.start();
-    client = await cluster.connect();
-  });
-
-  afterAll(async () => {
-    await cluster?.close();
-  });
-
-  type Counts = Record<string, { failed: Long; total: Long }>;
-  const commands = async (): Promise<Counts> =>
-    (await client.db('admin').command({ serverStatus: 1 }, { promoteLongs: false })).metrics
-      .commands as Counts;
-  const ran = (after: Counts, before: Counts, name: string) => ({
-    total: after[name]!.total.toNumber() - (before[name]?.total.toNumber() ?? 0),
-    failed: after[name]!.failed.toNumber() - (before[name]?.failed.toNumber() ?? 0),
-  });
-
-  it('count each command run, and the runs that failed, by name', async () => {
-    const coll = client.db(cluster.dbName('cmdmetrics')).collection<{ _id: number }>('c');
-    const db = client.db(cluster.dbName('cmdmetrics'));
-    await coll.insertOne({ _id: 1 });
-    const before = await commands();
-    await coll.insertOne({ _id: 2 });
-    await coll.insertOne({ _id: 1 }).catch(() => undefined); // a duplicate key: a write error, not a failed command
-    await coll.find({}).toArray();
-    await coll.listIndexes().toArray();
-    await db
-      .collection('nope')
-      .listIndexes()
-      .toArray()
-      .catch(() => undefined); // NamespaceNotFound
-    const after = await commands();
-    expect(after.insert!.total).toBeInstanceOf(Long);
-    expect(ran(after, before, 'insert')).toEqual({ total: 2, failed: 0 });
-    expect(ran(after, before, 'find')).toEqual({ total: 1, failed: 0 });
-    expect(ran(after, before, 'listIndexes')).toEqual({ total: 2, failed: 1 });
+    it('count each command run, and the runs that failed, by name', async () => {
+      const coll = client.db(cluster.dbName('cmdmetrics')).collection<{ _id: number }>('c');
+      const db = client.db(cluster.dbName('cmdmetrics'));
+      await coll.insertOne({ _id: 1 });
+      const before = await commands();
+      await coll.insertOne({ _id: 2 });
+      await coll.insertOne({ _id: 1 }).catch(() => undefined); // a duplicate key: a write error, not a failed command
+      await coll.find({}).toArray();
+      await coll.listIndexes().toArray();
+      await db
+        .collection('nope')
+        .listIndexes()
+        .toArray()
+        .catch(() => undefined); // NamespaceNotFound
+      const after = await commands();
+      expect(after.insert!.total).toBeInstanceOf(Long);
+      expect(ran(after, before, 'insert')).toEqual({ total: 2, failed: 0 });
+      expect(ran(after, before, 'find')).toEqual({ total: 1, failed: 0 });
+      expect(ran(after, before, 'listIndexes')).toEqual({ total: 2, failed: 1 });
+    });
   });
 });
