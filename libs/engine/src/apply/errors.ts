@@ -1,19 +1,19 @@
-import { labelFault } from '../faults/fault-labels';
+import { hasFaultLabel, labelFault } from '../faults/fault-labels';
 
 /**
  * Errors of change application with stable names. None of them is retried by the applier:
  * they stop it so the state machine can surface them (progress + log) instead of skipping.
  */
 export class ApplyError extends Error {
-  constructor(
-    message: string,
-    /** True when running the applier again (after a fix or a pause/resume) may succeed. */
-    readonly isRetryable: boolean,
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, isRetryable: boolean, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     if (!isRetryable) labelFault(this, ['permanent']);
+  }
+
+  /** True when running the applier again (after a fix or a pause/resume) may succeed. */
+  get isRetryable(): boolean {
+    return !hasFaultLabel(this, 'permanent');
   }
 }
 

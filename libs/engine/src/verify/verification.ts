@@ -1,3 +1,4 @@
+import { isCopied } from '../progress/namespace-detail';
 import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
 import type { AppliedWrites } from '../apply/change-applier';
@@ -771,10 +772,10 @@ function readiness(
   ranges: number,
 ): boolean[] | undefined {
   if (record.copy !== 'pending') return undefined;
-  // A collection being copied has partitions; none in the session yet means none copied (an
-  // empty `every` would call them all ready, and the range be read before its copy landed).
+  // Read whole once the namespace is copied (`isCopied`: no partitions in the session yet is
+  // nothing copied, so a range is never read before its copy landed).
   if (partitions.some((p) => p.natural) || partitions.length !== ranges) {
-    const all = partitions.length > 0 && partitions.every((p) => p.status === 'done');
+    const all = isCopied(record, partitions);
     return Array.from({ length: ranges }, () => all);
   }
   return partitions.map((p) => p.status === 'done');
