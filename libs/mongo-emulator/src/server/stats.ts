@@ -83,7 +83,7 @@ export class ServerStats {
     }
   }
 
-  /** A counted command (`countCommand`) that answered with an error. */
+  /** A command counted by `countCommand` that answered with an error. */
   countFailure(name: string): void {
     const counts = this.commands.get(name);
     if (counts) counts.failed += 1;

@@ -98,13 +98,13 @@ export class MongosRouter implements CommandExecutor {
   }
 
   async execute(body: Document, conn: ConnectionContext): Promise<Document> {
+    // The name `route` counted the command under (serverStatus metrics.commands), if it did.
+    const counted: { name?: string } = {};
     try {
-      return await this.route(body, conn);
+      return await this.route(body, conn, counted);
     } catch (err) {
       if (err instanceof CloseConnection) throw err;
-      // Counted only when `route` counted the command (a name seen before: see countFailure).
-      const name = firstKey(body);
-      if (name) this.stats.countFailure(name);
+      if (counted.name) this.stats.countFailure(counted.name);
       let reply: Document;
       if (err instanceof CommandError) reply = err.toReply();
       else {
@@ -153,7 +153,11 @@ export class MongosRouter implements CommandExecutor {
       );
   }
 
-  private async route(body: Document, conn: ConnectionContext): Promise<Document> {
+  private async route(
+    body: Document,
+    conn: ConnectionContext,
+    counted: { name?: string },
+  ): Promise<Document> {
     const name = firstKey(body);
     if (!name) throw new CommandError('CommandNotFound', "no such command: ''");
     const db = body.$db;
@@ -166,6 +170,7 @@ export class MongosRouter implements CommandExecutor {
       );
     }
     this.stats.countCommand(name);
+    counted.name = name;
 
     // Statements of a distributed transaction (and its commit/abort).
     if (body.autocommit !== undefined || body.startTransaction !== undefined) {
