@@ -8,7 +8,8 @@ Options:
   --cluster0 <uri>     connection string of the cluster named "cluster0" (mongodb:// or mongodb+srv://)
   --cluster1 <uri>     connection string of the cluster named "cluster1"
   --config <file>      YAML file with any of the keys below (cluster0, cluster1, port, host, id,
-                       logPath, verbosity, redis, apiToken, standby, claimRenewMs, claimStaleMs)
+                       logPath, verbosity, redis, apiToken, standby, claimRenewMs, claimStaleMs,
+                       heapGrowthPercent)
                        and tuning (see Engine tuning); command-line flags override it
   --port <n>           API port (default ${DEFAULT_PORT}; 0 picks a free port)
   --host <addr>        API address (default ${DEFAULT_HOST}; any other than loopback needs a token)
@@ -25,11 +26,15 @@ Options:
   --apiToken <token>   every request must send Authorization: Bearer <token> (16-512 chars)
   --logPath <file>     also append JSON log lines to this file
   --verbosity <level>  TRACE, DEBUG, INFO (default), WARN, ERROR, FATAL or PANIC
+  --heapGrowthPercent <n>
+                       how far V8 grows the heap past the data alive after a full collection,
+                       0-300 percent (default 50; 0: V8's own factor, up to 4x on a busy process)
   --help               print this help
 
 Secrets from the environment (flags win over it, it wins over --config; preferred to flags,
 which every local user sees in the process list): SYNC_CLUSTER0_URI, SYNC_CLUSTER1_URI,
-SYNC_REDIS_URL, SYNC_API_TOKEN; also SYNC_STANDBY, SYNC_CLAIM_RENEW_MS, SYNC_CLAIM_STALE_MS.
+SYNC_REDIS_URL, SYNC_API_TOKEN; also SYNC_STANDBY, SYNC_CLAIM_RENEW_MS, SYNC_CLAIM_STALE_MS,
+SYNC_HEAP_GROWTH_PERCENT.
 
 Engine tuning: the key tuning in --config, with the groups copier, partitioning,
 changeApplication (feed), verification, historyGuard, retry and balancerWatch, e.g.

@@ -7,6 +7,7 @@ import { configureHttpApp } from '../http/configure-http-app';
 import type { JsonLogger } from '../logging/json-logger';
 import { NestLoggerAdapter } from '../logging/nest-logger.adapter';
 import { createServiceLogger } from './create-service-logger';
+import { applyHeapGrowth } from './heap-growth';
 import { listeningUrl } from './listening-url';
 import { readLaunchConfig, type LaunchProgram } from './read-launch-config';
 import { shutdownOnSignals } from './shutdown-on-signals';
@@ -41,6 +42,7 @@ export async function runService(program: ServiceProgram): Promise<void> {
   );
   if ('exitCode' in launch) return process.exit(launch.exitCode);
   const { config } = launch;
+  applyHeapGrowth(config.heapGrowthPercent);
 
   let logger: JsonLogger;
   try {

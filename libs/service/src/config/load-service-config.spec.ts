@@ -71,7 +71,25 @@ describe('worker options', () => {
       port: 27182,
       host: '127.0.0.1',
       verbosity: 'INFO',
+      heapGrowthPercent: 50,
     });
+  });
+
+  it('reads the heap growth from a flag or SYNC_HEAP_GROWTH_PERCENT, and refuses a bad one', () => {
+    const base = ['--cluster0', URI0, '--cluster1', URI1];
+    expect(load([...base, '--heapGrowthPercent', '0']).heapGrowthPercent).toBe(0);
+    const parsed = parseLaunchArgs(base);
+    if (parsed.help) throw new Error('unexpected help');
+    expect(
+      loadServiceConfig(parsed.flags, noFile, {}, { SYNC_HEAP_GROWTH_PERCENT: '120' })
+        .heapGrowthPercent,
+    ).toBe(120);
+    expect(failure([...base, '--heapGrowthPercent', '400'])).toMatch(
+      /--heapGrowthPercent must be an integer from 0 to 300/,
+    );
+    expect(failure([...base, '--heapGrowthPercent', '1.5'])).toMatch(
+      /--heapGrowthPercent must be an integer from 0 to 300/,
+    );
   });
 
   it('reads every option, in both flag forms', () => {
@@ -90,6 +108,7 @@ describe('worker options', () => {
       'debug',
       '--apiToken',
       TOKEN,
+      '--heapGrowthPercent=25',
     ]);
     expect(config).toEqual({
       clusters: { cluster0: URI0, cluster1: URI1 },
@@ -99,6 +118,7 @@ describe('worker options', () => {
       logPath: '/tmp/w.log',
       verbosity: 'DEBUG',
       apiToken: TOKEN,
+      heapGrowthPercent: 25,
     });
   });
 

@@ -20,6 +20,7 @@ const CONFIG_KEYS = [
   'standby',
   'claimRenewMs',
   'claimStaleMs',
+  'heapGrowthPercent',
   'tuning',
 ] as const;
 
@@ -35,6 +36,7 @@ export const ENV_OPTIONS = {
   standby: 'SYNC_STANDBY',
   claimRenewMs: 'SYNC_CLAIM_RENEW_MS',
   claimStaleMs: 'SYNC_CLAIM_STALE_MS',
+  heapGrowthPercent: 'SYNC_HEAP_GROWTH_PERCENT',
 } as const satisfies Partial<Record<ValueFlag, string>>;
 
 /** The environment variables read (an empty value counts as unset). */
@@ -123,6 +125,7 @@ export function loadServiceConfig(
     ...(options.standby ? { standby: true } : {}),
     ...(options.claimRenewMs === undefined ? {} : { claimRenewMs: options.claimRenewMs }),
     ...(options.claimStaleMs === undefined ? {} : { claimStaleMs: options.claimStaleMs }),
+    heapGrowthPercent: options.heapGrowthPercent,
     ...(tuning === undefined ? {} : { tuning }),
   };
 }
@@ -163,7 +166,7 @@ function readYamlConfig(path: string, readFile: ReadTextFile): Record<string, un
 /** Flags are strings: convert only what is unambiguous, so "8o80" stays a string and fails. */
 function normalize(options: Record<string, unknown>): Record<string, unknown> {
   const out = { ...options };
-  for (const key of ['port', 'claimRenewMs', 'claimStaleMs']) {
+  for (const key of ['port', 'claimRenewMs', 'claimStaleMs', 'heapGrowthPercent']) {
     const value = out[key];
     if (typeof value === 'string' && /^\d+$/.test(value)) out[key] = Number(value);
   }

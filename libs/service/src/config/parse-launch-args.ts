@@ -14,6 +14,7 @@ export const VALUE_FLAGS = [
   'apiToken',
   'claimRenewMs',
   'claimStaleMs',
+  'heapGrowthPercent',
 ] as const;
 /** Flags that need no value (`--standby`; `--standby=false` is allowed too). */
 export const SWITCH_FLAGS = ['standby'] as const;
