@@ -32,6 +32,28 @@ function checkAllEqual(t: DirtyTracker, all = false) {
 }
 
 describe('DirtyTracker (what the incremental verifier still has to read)', () => {
+  it('a backlog asked for again reflects every check, write, DDL and catalog change since, and ages', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 3, oldestUncheckedMs: 0 });
+    advance(400);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 3, oldestUncheckedMs: 400 });
+    const work = t.plan({ all: true, recheckMs: 1_000 });
+    t.rangeChecked(work[0]!.state, work[0]!.ranges[0]!, t.sequence, true);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 2 });
+    checkAllEqual(t, true);
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 0, dirtyRanges: 0, oldestUncheckedMs: 0 });
+    mark(5);
+    advance(250);
+    expect(t.backlog()).toMatchObject({ dirtyDocuments: 1, oldestUncheckedMs: 250 });
+    checkAllEqual(t, true);
+    expect(t.backlog()).toMatchObject({ dirtyDocuments: 0, oldestUncheckedMs: 0 });
+    t.sync([{ ...items(), signature: 'k|2|done|collection' }]); // a new partition set
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 3 });
+    t.sync([]); // dropped from the catalog
+    expect(t.backlog()).toMatchObject({ uncheckedRanges: 0 });
+  });
+
   it('every copied range is unchecked until a check reads it; then nothing is left to read', () => {
     const { t } = tracker();
     expect(t.caughtUp(5_000)).toBe(false); // the catalog not followed yet

@@ -66,6 +66,8 @@ export class NamespaceState {
   metadataOk = false;
   metadataCheckedAt = -Infinity;
   metadataDiffers = 0;
+  /** The tracker's last `sync` that named it. */
+  followed = 0;
 
   constructor(
     readonly database: string,
@@ -132,6 +134,20 @@ export class DirtyTracker {
   private readonly maxChars: number;
   /** The catalog was followed once (what "caught up" needs before it can be true). */
   synced = false;
+  private syncRound = 0;
+  /**
+   * Bumped by every change to ranges and marks other than a new write (which bumps `seq`):
+   * `backlog` is reused while neither moved — progress and canCommit ask for it several times a
+   * second, and at 100,000 namespaces each walk took tens of milliseconds.
+   */
+  private version = 0;
+  private lastBacklog: {
+    version: number;
+    seq: number;
+    dirtyRanges: number;
+    uncheckedRanges: number;
+    oldest: number;
+  } | null = null;
 
   constructor(
     private readonly now: () => number,
@@ -214,6 +230,7 @@ export class DirtyTracker {
   invalidate(database: string, collection?: string): void {
     const dbMap = this.byDb.get(database);
     if (!dbMap) return;
+    this.version += 1;
     for (const [name, state] of [...dbMap]) {
       if (collection !== undefined && name !== collection) continue;
       this.idCount -= state.ids.size;
@@ -235,12 +252,14 @@ export class DirtyTracker {
    * Follows the catalog: a namespace seen for the first time, or with another partition set or
    * copy state, gets fresh ranges (all unchecked); one the catalog no longer holds is dropped.
    */
-  sync(namespaces: TrackedNamespace[]): void {
-    const seen = new Set<NamespaceState>();
+  sync(namespaces: Iterable<TrackedNamespace>): void {
+    // Stamped rather than collected in a set: at 100,000 namespaces, twice a second.
+    const round = ++this.syncRound;
     for (const ns of namespaces) {
       const state = this.state(ns.database, ns.collection);
-      seen.add(state);
+      state.followed = round;
       if (state.signature !== ns.signature || !state.ranges) {
+        this.version += 1;
         const now = this.now();
         const seq = ++this.seq;
         state.signature = ns.signature;
@@ -268,13 +287,14 @@ export class DirtyTracker {
       }
       state.ranges.forEach((r, i) => (r.ready = ns.ready?.[i] ?? true));
       if (state.overflow) {
+        this.version += 1;
         state.overflow = false;
         for (const r of state.ranges) this.markRange(r, ++this.seq);
       }
     }
-    for (const state of this.namespaces()) {
-      if (!seen.has(state)) this.invalidate(state.database, state.collection);
-    }
+    const gone = [];
+    for (const state of this.eachNamespace()) if (state.followed !== round) gone.push(state);
+    for (const state of gone) this.invalidate(state.database, state.collection);
     this.synced = true;
   }
 
@@ -332,6 +352,7 @@ export class DirtyTracker {
     startSeq: number,
     differing: Array<{ id: unknown; identity: string }>,
   ): void {
+    this.version += 1;
     this.rangeChecked(state, range, startSeq, true);
     const now = this.now();
     for (const { id, identity } of differing) {
@@ -353,6 +374,7 @@ export class DirtyTracker {
 
   /** A range's check, started at `startSeq`, found both sides `equal` (or not). */
   rangeChecked(state: NamespaceState, range: RangeState, startSeq: number, equal: boolean): void {
+    this.version += 1;
     const now = this.now();
     range.checked = true;
     if (equal && range.seq <= startSeq) {
@@ -383,6 +405,7 @@ export class DirtyTracker {
   /** A document's check, started at `startSeq`, found both sides `equal` (or not). */
   documentChecked(state: NamespaceState, entry: DirtyId, startSeq: number, equal: boolean): void {
     if (state.ids.get(entry.identity) !== entry) return; // forgotten meanwhile (a DDL)
+    this.version += 1;
     if (equal && entry.seq <= startSeq) {
       this.forget(state, entry);
       return;
@@ -397,6 +420,7 @@ export class DirtyTracker {
   /** Every dirty `_id` of a namespace becomes its range's problem (no `readByIds`). */
   promoteIds(state: NamespaceState): void {
     if (!state.ranges) return;
+    if (state.ids.size > 0) this.version += 1;
     for (const entry of [...state.ids.values()]) {
       const range = state.rangeOf(entry);
       if (range) this.markRange(range, ++this.seq);
@@ -406,19 +430,25 @@ export class DirtyTracker {
 
   backlog(): Backlog {
     const now = this.now();
-    let dirtyRanges = 0;
-    let uncheckedRanges = 0;
-    let oldest = Infinity;
-    for (const state of this.eachNamespace()) {
-      for (const r of state.ranges ?? []) {
-        if (!r.checked) uncheckedRanges += 1;
-        else if (r.dirty) dirtyRanges += 1;
-        if (pending(r)) oldest = Math.min(oldest, r.markedAt);
+    let last = this.lastBacklog;
+    if (last?.version !== this.version || last.seq !== this.seq) {
+      let dirtyRanges = 0;
+      let uncheckedRanges = 0;
+      let oldest = Infinity;
+      for (const state of this.eachNamespace()) {
+        for (const r of state.ranges ?? []) {
+          if (!r.checked) uncheckedRanges += 1;
+          else if (r.dirty) dirtyRanges += 1;
+          if (pending(r)) oldest = Math.min(oldest, r.markedAt);
+        }
+        for (const entry of state.ids.values()) {
+          if (pending(entry)) oldest = Math.min(oldest, entry.markedAt);
+        }
       }
-      for (const entry of state.ids.values()) {
-        if (pending(entry)) oldest = Math.min(oldest, entry.markedAt);
-      }
+      last = { version: this.version, seq: this.seq, dirtyRanges, uncheckedRanges, oldest };
+      this.lastBacklog = last;
     }
+    const { dirtyRanges, uncheckedRanges, oldest } = last;
     return {
       dirtyDocuments: this.idCount,
       dirtyRanges,

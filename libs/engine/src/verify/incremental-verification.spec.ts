@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
+import type { DirtyTracker } from './dirty-tracker';
 import { Verification, VerificationFailedError } from './verification';
 
 const logger: EngineLogger = {
@@ -154,6 +155,24 @@ describe('incremental verification (ranges checked once, then kept verified by w
     expect(digests).toEqual([0, 0]);
     expect(s.src.digests).toBe(1);
     expect(s.dst.digests).toBe(1);
+  });
+
+  it('follows a catalog record changed in place between live cycles (a rename), and one removed', async () => {
+    const s = setup();
+    await live(s, () => caughtUp(s));
+    expect(s.src.digests).toBe(4);
+    // A rename as the catalog applies it: the same record object, renamed in place.
+    for (const cluster of [s.src, s.dst]) cluster.seed('shop', 'renamed', docs(100));
+    const record = s.job.namespaces[0]!;
+    record.collection = 'renamed';
+    const tracker = (s.verification as unknown as { tracker: DirtyTracker }).tracker;
+    await live(s, () => s.src.digests === 8 && caughtUp(s));
+    expect(tracker.get('shop', 'items')).toBeUndefined();
+    expect(tracker.get('shop', 'renamed')?.ranges?.every((r) => r.checked)).toBe(true);
+    // Dropped from the catalog: no longer followed.
+    s.job.namespaces = [];
+    await live(s, () => tracker.get('shop', 'renamed') === undefined);
+    expect(s.src.digests).toBe(8);
   });
 
   it('mode full re-reads every range', async () => {
