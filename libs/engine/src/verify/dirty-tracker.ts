@@ -144,6 +144,7 @@ export class DirtyTracker {
   private lastBacklog: {
     version: number;
     seq: number;
+    at: number;
     dirtyRanges: number;
     uncheckedRanges: number;
     oldest: number;
@@ -428,10 +429,17 @@ export class DirtyTracker {
     }
   }
 
-  backlog(): Backlog {
+  /**
+   * `staleMs`: a figure computed that recently may be answered although writes or checks came
+   * since (progress asks several times a second; each walk visits every range and dirty `_id`).
+   */
+  backlog(staleMs = 0): Backlog {
     const now = this.now();
     let last = this.lastBacklog;
-    if (last?.version !== this.version || last.seq !== this.seq) {
+    const fresh =
+      last !== null &&
+      ((last.version === this.version && last.seq === this.seq) || now - last.at < staleMs);
+    if (!fresh) {
       let dirtyRanges = 0;
       let uncheckedRanges = 0;
       let oldest = Infinity;
@@ -445,10 +453,17 @@ export class DirtyTracker {
           if (pending(entry)) oldest = Math.min(oldest, entry.markedAt);
         }
       }
-      last = { version: this.version, seq: this.seq, dirtyRanges, uncheckedRanges, oldest };
+      last = {
+        version: this.version,
+        seq: this.seq,
+        at: now,
+        dirtyRanges,
+        uncheckedRanges,
+        oldest,
+      };
       this.lastBacklog = last;
     }
-    const { dirtyRanges, uncheckedRanges, oldest } = last;
+    const { dirtyRanges, uncheckedRanges, oldest } = last!;
     return {
       dirtyDocuments: this.idCount,
       dirtyRanges,
