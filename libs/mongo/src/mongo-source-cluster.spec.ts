@@ -1,14 +1,15 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
-import { MongoClient, Timestamp } from 'mongodb';
+import { Double, Int32, Long, MongoClient, Timestamp, type Document } from 'mongodb';
 import { MongoSourceCluster } from './mongo-source-cluster';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
+type AnyId = { _id: number | string | Document } & Document;
 
 /**
- * The commit's last check (`sourceQuiet`): which user writes reached the source after the
- * commit point — through the real driver against the emulator.
+ * The commit's last check (`sourceQuiet`: which user writes reached the source after the commit
+ * point) and the verifier's batched digests — through the real driver against the emulator.
  */
-describe('MongoSourceCluster.writesAfter (emulator, real driver)', () => {
+describe('MongoSourceCluster (emulator, real driver)', () => {
   let cluster: Cluster;
   let client: MongoClient;
   let source: MongoSourceCluster;
@@ -61,4 +62,33 @@ describe('MongoSourceCluster.writesAfter (emulator, real driver)', () => {
       await renew;
     }
   }, 20_000);
+
+  it('hashes each collection exactly as digest does, in one aggregate for all of them', async () => {
+    const db = client.db('tenants');
+    // Mixed _id types inserted out of order, nested fields in a chosen order, exact number types.
+    await db.collection<AnyId>('a').insertMany([
+      { _id: 'b', v: new Int32(1), n: { z: 1, a: 2 } },
+      { _id: new Int32(3), v: new Double(1) },
+      { _id: { x: 1 }, v: Long.fromNumber(1) },
+      { _id: new Double(2.5), v: null },
+    ]);
+    await db.collection<AnyId>('b').insertMany([{ _id: 1 }, { _id: 0, s: 'x' }]);
+    await db.createCollection('empty');
+    const names = ['b', 'a', 'missing', 'empty'];
+    const status = () => client.db('admin').command({ serverStatus: 1 });
+    const aggregates = async () => Number((await status()).metrics.commands.aggregate?.total ?? 0);
+    const before = await aggregates();
+    const together = await source.digestWhole('tenants', names);
+    expect((await aggregates()) - before).toBe(1);
+    const alone = await Promise.all(
+      names.map((name) => source.digest('tenants', name, { range: {} })),
+    );
+    expect(together).toEqual(alone);
+    expect(together.map((d) => d.count)).toEqual([2, 4, 0, 0]);
+    // A different numeric type is a different hash.
+    await db.collection('b').updateOne({ _id: 1 } as Document, { $set: { k: new Double(1) } });
+    const typed = await source.digestWhole('tenants', ['b']);
+    await db.collection('b').updateOne({ _id: 1 } as Document, { $set: { k: new Int32(1) } });
+    expect((await source.digestWhole('tenants', ['b']))[0]!.hash).not.toBe(typed[0]!.hash);
+  });
 });

@@ -17,7 +17,7 @@ import {
   type SourceWrite,
 } from '@sync/engine';
 import { resumeTokenTime } from '@sync/engine/apply';
-import { Binary, BSON, Timestamp, type Document } from 'bson';
+import { Binary, BSON, Int32, Timestamp, type Document } from 'bson';
 import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
 
 /** CollectionUUIDMismatch, NamespaceNotFound, QueryPlanKilled (drop/rename killed the cursor). */
@@ -305,6 +305,53 @@ export class MongoSourceCluster implements SourceCluster {
   /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */
   digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
     return digestDocuments(this.rawBatches(database, collection, digestRead(options)));
+  }
+
+  /**
+   * One aggregate for several small collections: the first collection's documents and each
+   * other's (`$unionWith`, MongoDB 4.4+), every document wrapped as `{n, d: $$ROOT}` and sorted
+   * by collection then `_id` under simple comparison (MongoDB leaves a union's order open),
+   * read raw: `d` is each document's exact bytes, hashed per collection as `digest` hashes.
+   */
+  async digestWhole(
+    database: string,
+    collections: string[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<RangeDigest[]> {
+    if (collections.length === 0) return [];
+    const tag = (n: number) => ({ $replaceWith: { n: new Int32(n), d: '$$ROOT' } });
+    const pipeline: Document[] = [tag(0)];
+    collections.slice(1).forEach((coll, i) => {
+      pipeline.push({ $unionWith: { coll, pipeline: [tag(i + 1)] } });
+    });
+    pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
+    const documents: Uint8Array[][] = collections.map(() => []);
+    const cursor = this.client.db(database).runCursorCommand(
+      {
+        aggregate: collections[0],
+        pipeline,
+        cursor: {},
+        collation: { locale: 'simple' },
+        readConcern: { level: 'majority' },
+      },
+      { raw: true } as never,
+    );
+    try {
+      while (await cursor.hasNext()) {
+        for (const raw of cursor.readBufferedDocuments() as unknown as Uint8Array[]) {
+          // `raw`: an embedded document comes back as its own bytes, undecoded.
+          const { n, d } = BSON.deserialize(raw, { raw: true }) as { n: number; d: Uint8Array };
+          const list = documents[n];
+          if (!list)
+            throw new Error(`digestWhole: a document tagged ${n} of ${collections.length}`);
+          list.push(d);
+        }
+        if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      }
+    } finally {
+      await cursor.close().catch(() => undefined);
+    }
+    return Promise.all(documents.map((list) => digestDocuments([list])));
   }
 
   /**

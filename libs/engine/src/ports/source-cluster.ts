@@ -167,6 +167,19 @@ export interface SourceCluster {
    */
   digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest>;
   /**
+   * Optional: `digest` of the whole of several collections of one database in ONE read (each
+   * hashed alone, in `_id` order under simple binary comparison, exactly as `digest` would),
+   * in the order given — the verifier's many-small-collections case, where round trips, not
+   * bytes, are the cost. Collections with a default collation are not passed (their `_id`
+   * order is the collation's). A batched read cannot name each collection's UUID: a collection
+   * replaced meanwhile is caught by its DDL event, which starts its checks over.
+   */
+  digestWhole?(
+    database: string,
+    collections: string[],
+    options?: { signal?: AbortSignal },
+  ): Promise<RangeDigest[]>;
+  /**
    * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, decoded as
    * `read` decodes them: what the verifier re-checks of a document change application wrote.
    * Optional: without it the verifier digests the document's whole range instead.

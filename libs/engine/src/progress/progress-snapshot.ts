@@ -83,7 +83,8 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
   const runner = src.runner;
   const status = runner?.status() ?? { copying: false, changeApplication: null };
   const copyDone = job ? job.phase === 'copied' : false;
-  const partitioned = job?.namespaces.some((n) => n.partitionSet !== undefined) ?? false;
+  // A set numbered means partitions were planned: no walk of every namespace per request.
+  const partitioned = (job?.nextPartitionSet ?? 1) > 1;
   let cea = status.changeApplication;
   const step = job?.commit?.step ?? null;
   if (

@@ -213,6 +213,22 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   }
   async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
     this.digests++;
+    return this.digestOf(database, collection, options);
+  }
+  /** Reads of several whole collections at once (`digestWhole`), counted apart from `digests`. */
+  batchedDigests = 0;
+  /** Off: the cluster cannot digest collections together (a server without `$unionWith`). */
+  digestsTogether = true;
+  async digestWhole(database: string, collections: string[]): Promise<RangeDigest[]> {
+    if (!this.digestsTogether) throw new Error('Unrecognized pipeline stage name: $unionWith');
+    this.batchedDigests++;
+    return collections.map((collection) => this.digestOf(database, collection, { range: {} }));
+  }
+  private digestOf(
+    database: string,
+    collection: string,
+    options: { range: ReadOptions['range']; uuid?: string },
+  ): RangeDigest {
     const hash = createHash('sha256');
     let bytes = 0;
     const docs = this.rangeDocuments(database, collection, options);

@@ -60,12 +60,7 @@ function setup(request: Partial<JobRecord['request']> = {}) {
     destinationReader: dst,
     partitionsOf: () => partitions,
   } as unknown as JobSession;
-  let now = 0;
-  const clock: Clock = {
-    now: () => now,
-    sleep: (ms, signal) => ((now += ms), systemClock.sleep(2, signal)),
-  };
-  const verification = new Verification({ logger, clock, recheckMs: 100, caughtUpMs: 5_000 });
+  const { verification, advance } = verifier();
   /** Change application wrote `_id` on the destination (reported as the write lanes do). */
   const wrote = (id: number) =>
     verification.appliedWrites.document(
@@ -83,7 +78,7 @@ function setup(request: Partial<JobRecord['request']> = {}) {
     verification,
     wrote,
     item,
-    advance: (ms: number) => (now += ms),
+    advance,
   };
 }
 
@@ -287,5 +282,84 @@ describe('incremental verification (ranges checked once, then kept verified by w
       phase: 'disabled',
       finalPass: { mode: 'skipped' },
     });
+  });
+});
+
+/** `n` small collections of one database (3 documents each) on both sides, one range each. */
+function smallCollections(n: number, options: (i: number) => Document = () => ({})) {
+  const src = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+  const dst = new FakeCluster('cluster1', replicaSet('rsB', 'b:1'));
+  const namespaces = Array.from({ length: n }, (_, i) => {
+    for (const cluster of [src, dst]) cluster.seed('tenants', `t${i}`, docs(3));
+    return {
+      key: `key-${i}`,
+      database: 'tenants',
+      collection: `t${i}`,
+      type: 'collection',
+      options: options(i),
+      indexes: [],
+      relaxedIndexes: [],
+      estimatedBytes: 120,
+      estimatedCount: 3,
+      capped: false,
+      copy: 'done',
+      partitionSet: 1,
+    } as unknown as NamespaceRecord;
+  });
+  const job = { namespaces, request: {} } as unknown as JobRecord;
+  const session = {
+    job,
+    source: src,
+    destinationReader: dst,
+    partitionsOf: (key: string) => [
+      { key, set: 1, index: 0, status: 'done', natural: false } as unknown as PartitionRecord,
+    ],
+  } as unknown as JobSession;
+  return { src, dst, job, session, verification: verifier().verification };
+}
+
+/** A verifier on a clock that each of its sleeps moves on (the live pass runs at full speed). */
+function verifier() {
+  let now = 0;
+  const clock: Clock = {
+    now: () => now,
+    sleep: (ms, signal) => ((now += ms), systemClock.sleep(2, signal)),
+  };
+  const verification = new Verification({ logger, clock, recheckMs: 100, caughtUpMs: 5_000 });
+  return { verification, advance: (ms: number) => (now += ms) };
+}
+
+describe('many small collections', () => {
+  const liveUntilCaughtUp = async (s: ReturnType<typeof smallCollections>) => {
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    const deadline = Date.now() + 5_000;
+    while (!s.verification.caughtUp(s.job) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
+    await running;
+    expect(s.verification.caughtUp(s.job)).toBe(true);
+  };
+
+  it('are digested together, 50 a read per side; one that differs is then read alone and named', async () => {
+    const s = smallCollections(120);
+    s.dst.collection('tenants', 't7')!.documents[1]!.s = 'altered behind the sync';
+    await liveUntilCaughtUp(s);
+    expect(s.src.batchedDigests).toBe(3); // 120 collections: 50 + 50 + 20
+    expect(s.dst.batchedDigests).toBe(3);
+    expect(s.src.digests).toBe(1); // t7 alone, to name its document
+    expect(s.verification.status(s.job, false)?.samples).toEqual([
+      expect.objectContaining({ namespace: 'tenants.t7', ids: ['{"$numberInt":"1"}'] }),
+    ]);
+  });
+
+  it('a collection with a default collation is digested alone; a cluster without the batched read falls back', async () => {
+    const s = smallCollections(4, (i) => (i === 2 ? { collation: { locale: 'fr' } } : {}));
+    s.dst.digestsTogether = false;
+    await liveUntilCaughtUp(s);
+    expect(s.src.batchedDigests).toBe(1); // the three without a collation, tried together
+    expect(s.src.digests).toBe(4); // the destination could not: each alone, and the collated one
+    expect(s.dst.digests).toBe(4);
+    expect(s.verification.status(s.job, false)?.samples).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import type { CopyShare } from '../shards/topology';
 /** What the verifier reads on either side (the destination is seen through the same port). */
 export type VerifiableCluster = Pick<
   SourceCluster,
-  'listCollections' | 'listIndexes' | 'read' | 'digest' | 'readByIds'
+  'listCollections' | 'listIndexes' | 'read' | 'digest' | 'readByIds' | 'digestWhole'
 >;
 
 /** One synced namespace to verify: its name on both sides and the `_id` ranges to digest. */
@@ -39,6 +39,8 @@ export interface VerifyTarget {
   copying?: boolean;
   /** The collection's estimated bytes (the catalog's): small ones are checked several at once. */
   estimatedBytes?: number;
+  /** It has a default collation: its `_id` order is the collation's (never digested in a batch). */
+  collated?: boolean;
 }
 
 export interface NamespaceVerdict {

@@ -7,13 +7,15 @@ import type { JobSession } from '../job/job-session';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
-import type { InPlaceRetryOptions } from '../faults/retry-in-place';
+import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
+import type { IdRange } from '../ports/source-cluster';
 import {
   DirtyTracker,
   type Backlog,
   type DirtyLimits,
   type NamespaceState,
   type NamespaceWork,
+  type RangeState,
   type TrackedNamespace,
 } from './dirty-tracker';
 import {
@@ -125,6 +127,18 @@ const MAX_SAMPLES = 10;
 
 /** Below this a collection's ranges are light work for the live pass. */
 const SMALL_NAMESPACE_BYTES = 1024 * 1024;
+/** Small whole collections digested in one read per side (`digestWhole`). */
+const DIGEST_BATCH = 50;
+
+/** A small collection's whole range, waiting to be digested with others of its database. */
+interface BatchedRange {
+  name: string;
+  state: NamespaceState;
+  target: VerifyTarget;
+  range: RangeState;
+}
+
+const wholeRange = (range: IdRange) => !('min' in range) && !('max' in range);
 /** Light tasks (metadata checks, small collections' ranges) run at once in the live pass. */
 const LIGHT_CONCURRENCY = 8;
 /**
@@ -655,50 +669,65 @@ export class Verification {
         true,
       );
     }
+    const checkOne = async (
+      name: string,
+      state: NamespaceState,
+      target: VerifyTarget,
+      side: ReturnType<typeof sides>,
+      range: RangeState,
+    ) => {
+      const startSeq = tracker.sequence;
+      const result = await checkRange(side.source, side.destination, target, range.range, check);
+      const equal = result.problems.length === 0;
+      if (!equal && phase === 'live' && result.complete) {
+        // Only these documents differ (likely writes not applied yet): re-checked alone.
+        tracker.rangeSettledExcept(
+          state,
+          range,
+          startSeq,
+          result.differing.map((id) => ({
+            id,
+            identity: documentIdentity(target.key ?? name, '', { _id: id }),
+          })),
+        );
+      } else tracker.rangeChecked(state, range, startSeq, equal);
+      if (figures) {
+        figures.rangesRead += 1;
+        figures.documentsRead += result.source;
+      }
+      const { verdict } = entryOf(name);
+      verdict.documents.source += result.source;
+      verdict.documents.destination += result.destination;
+      if (result.problems.length > 0) {
+        verdict.mismatchedRanges.push(range.range);
+        sample(verdict, result.problems, result.ids);
+      }
+    };
+    // Small whole collections of one database are digested together, one read per side for up
+    // to DIGEST_BATCH of them (`digestWhole`); any that differ are checked again alone, which
+    // names the documents. Not with a per-shard share or a collation (their `_id` order).
+    const together = new Map<string, BatchedRange[]>();
+    const batched = !!documentSource.digestWhole && !!destination.digestWhole;
     for (const { state, ranges, ids } of work) {
       const name = state.name;
       const target = targets.get(name);
       if (!target) continue; // not synced (anymore): nothing to compare
       const side = sides(target);
       for (const range of ranges) {
-        add(
-          name,
-          async () => {
-            const startSeq = tracker.sequence;
-            const result = await checkRange(
-              side.source,
-              side.destination,
-              target,
-              range.range,
-              check,
-            );
-            const equal = result.problems.length === 0;
-            if (!equal && phase === 'live' && result.complete) {
-              // Only these documents differ (likely writes not applied yet): re-checked alone.
-              tracker.rangeSettledExcept(
-                state,
-                range,
-                startSeq,
-                result.differing.map((id) => ({
-                  id,
-                  identity: documentIdentity(target.key ?? name, '', { _id: id }),
-                })),
-              );
-            } else tracker.rangeChecked(state, range, startSeq, equal);
-            if (figures) {
-              figures.rangesRead += 1;
-              figures.documentsRead += result.source;
-            }
-            const { verdict } = entryOf(name);
-            verdict.documents.source += result.source;
-            verdict.documents.destination += result.destination;
-            if (result.problems.length > 0) {
-              verdict.mismatchedRanges.push(range.range);
-              sample(verdict, result.problems, result.ids);
-            }
-          },
-          isSmall(target),
-        );
+        if (
+          batched &&
+          isSmall(target) &&
+          wholeRange(range.range) &&
+          !target.share?.keep &&
+          !target.collated
+        ) {
+          const list = together.get(target.database) ?? [];
+          together.set(target.database, list);
+          list.push({ name, state, target, range });
+          entryOf(name).remaining += 1;
+          continue;
+        }
+        add(name, () => checkOne(name, state, target, side, range), isSmall(target));
       }
       for (let i = 0; i < ids.length; i += IDS_PER_READ) {
         const batch = ids.slice(i, i + IDS_PER_READ);
@@ -718,6 +747,52 @@ export class Verification {
           if (result.problems.length > 0)
             sample(entryOf(name).verdict, result.problems, result.ids);
         });
+      }
+    }
+    for (const [database, list] of together) {
+      for (let i = 0; i < list.length; i += DIGEST_BATCH) {
+        const group = list.slice(i, i + DIGEST_BATCH);
+        const run = async () => {
+          const startSeq = tracker.sequence;
+          const collections = group.map((g) => g.target.collection);
+          const what = `digest of ${group.length} collections of ${database}`;
+          const read = (cluster: VerifiableCluster, where: string) =>
+            retryInPlace(
+              `${what} on the ${where}`,
+              () => cluster.digestWhole!(database, collections, { signal }),
+              retry,
+              signal,
+            );
+          const [s, d] = await Promise.all([
+            read(documentSource, 'source'),
+            read(destination, 'destination'),
+          ]).catch((error: unknown) => {
+            if (signal.aborted) throw error;
+            this.options.logger.debug('verification: a batched digest failed; checking alone', {
+              database,
+              error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+            });
+            return [null, null] as const;
+          });
+          for (const [k, g] of group.entries()) {
+            const a = s?.[k];
+            const b = d?.[k];
+            if (a && b && a.count === b.count && a.hash === b.hash) {
+              tracker.rangeChecked(g.state, g.range, startSeq, true);
+              if (figures) {
+                figures.rangesRead += 1;
+                figures.documentsRead += a.count;
+              }
+              const { verdict } = entryOf(g.name);
+              verdict.documents.source += a.count;
+              verdict.documents.destination += b.count;
+            } else {
+              await checkOne(g.name, g.state, g.target, sides(g.target), g.range);
+            }
+            done(g.name);
+          }
+        };
+        (phase === 'live' ? light : tasks).push(run);
       }
     }
     await Promise.all([
@@ -846,6 +921,7 @@ function targetOf(session: JobSession, record: NamespaceRecord, final: boolean):
     collection: record.collection,
     type: record.type,
     estimatedBytes: record.estimatedBytes,
+    ...(record.options.collation !== undefined ? { collated: true } : {}),
     ...(/^[0-9a-f]{32}$/.test(record.key) ? { uuid: record.key } : {}),
     ranges: ranges.length > 0 ? ranges : [{}],
     ...(never ? { indexNames: ['_id_'] } : {}),

@@ -191,6 +191,54 @@ describe('multi-collection stages', () => {
     );
     expect(piped[0].m).toStrictEqual([{ _id: 10 }]);
   });
+  it('$unionWith adds another collection, run through its own pipeline, after the input', () => {
+    const env = new InMemoryPipelineEnv()
+      .seed('a2', [
+        { _id: 2, v: i(2) },
+        { _id: 1, v: new Long(1) },
+      ])
+      .seed('a3', [{ _id: 'x' }]);
+    expect(run([{ $unionWith: 'a2' }], [{ _id: 0 }], env)).toStrictEqual([
+      { _id: 0 },
+      { _id: 2, v: i(2) },
+      { _id: 1, v: new Long(1) },
+    ]);
+    const tagged = run(
+      [
+        { $replaceWith: { n: i(0), d: '$$ROOT' } },
+        { $unionWith: { coll: 'a2', pipeline: [{ $replaceWith: { n: i(1), d: '$$ROOT' } }] } },
+        { $unionWith: { coll: 'missing', pipeline: [{ $replaceWith: { n: i(2), d: '$$ROOT' } }] } },
+        { $unionWith: { coll: 'a3', pipeline: [{ $replaceWith: { n: i(3), d: '$$ROOT' } }] } },
+        { $sort: { n: 1, 'd._id': 1 } },
+      ],
+      [{ _id: 'in', f: new Double(1) }],
+      env,
+    );
+    expect(tagged).toStrictEqual([
+      { n: i(0), d: { _id: 'in', f: new Double(1) } },
+      { n: i(1), d: { _id: 1, v: new Long(1) } },
+      { n: i(1), d: { _id: 2, v: i(2) } },
+      { n: i(3), d: { _id: 'x' } },
+    ]);
+    expect(
+      run([{ $unionWith: { pipeline: [{ $documents: [{ z: i(1) }] }] } }], [], env),
+    ).toStrictEqual([{ z: i(1) }]);
+  });
+
+  it('$unionWith refuses a bad specification and writing sub-pipelines', () => {
+    expect(code(() => run([{ $unionWith: 1 }], []))).toBe(9);
+    expect(code(() => run([{ $unionWith: { coll: 'a', as: 'x' } }], []))).toBe(40415);
+    expect(code(() => run([{ $unionWith: { coll: 1 } }], []))).toBe(14);
+    expect(code(() => run([{ $unionWith: { coll: 'a', pipeline: {} } }], []))).toBe(14);
+    expect(code(() => run([{ $unionWith: { pipeline: [{ $match: {} }] } }], []))).toBe(9);
+    expect(code(() => run([{ $unionWith: { coll: 'a', pipeline: [{ $out: 'b' }] } }], []))).toBe(
+      31441,
+    );
+    expect(
+      code(() => run([{ $unionWith: { coll: 'a', pipeline: [{ $merge: { into: 'b' } }] } }], [])),
+    ).toBe(31441);
+  });
+
   it('$facet runs each sub-pipeline over the same input', () => {
     expect(
       run(

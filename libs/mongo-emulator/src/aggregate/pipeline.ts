@@ -10,6 +10,7 @@ import { merge, out } from './stages/output';
 import { addFields, project, replaceRoot, replaceWithStage, unset } from './stages/project';
 import { redact } from './stages/redact';
 import { collStats, documents, indexStats } from './stages/sources';
+import { unionWith } from './stages/union-with';
 import type { PipelineScope, StageBuilder, StageContext, StageFn } from './stages/types';
 
 export type { PipelineEnv } from './pipeline-env';
@@ -40,6 +41,7 @@ const STAGES: Record<string, StageBuilder> = {
   $indexStats: indexStats,
   $documents: documents,
   $redact: redact,
+  $unionWith: unionWith,
 };
 
 /** Stages that must come last / first (DocumentSource position requirements). */
@@ -55,6 +57,7 @@ const NOT_IN_FACET = new Set([
   '$documents',
 ]);
 const NOT_IN_LOOKUP = new Set(['$out', '$merge']);
+const NOT_IN_UNION = new Set(['$out', '$merge']);
 
 /**
  * Validates and compiles a pipeline, then runs it over `input`. Validation errors surface
@@ -107,6 +110,9 @@ function compile(
     }
     if (scope === 'lookup' && NOT_IN_LOOKUP.has(name)) {
       throw new CommandError(51047, `${name} is not allowed to be used within a $lookup stage`);
+    }
+    if (scope === 'unionWith' && NOT_IN_UNION.has(name)) {
+      throw new CommandError(31441, `${name} is not allowed within a $unionWith's sub-pipeline`);
     }
     if (MUST_BE_LAST.has(name) && i !== pipeline.length - 1) {
       throw new CommandError(40601, `${name} can only be the final stage in the pipeline`);

@@ -5,7 +5,7 @@ import type { PipelineEnv } from '../pipeline-env';
 export type StageFn = (input: Iterable<Document>) => Iterable<Document>;
 
 /** Where a pipeline runs: sub-pipelines forbid some stages. */
-export type PipelineScope = 'top' | 'facet' | 'lookup' | 'mergeUpdate';
+export type PipelineScope = 'top' | 'facet' | 'lookup' | 'unionWith' | 'mergeUpdate';
 
 export interface StageContext {
   readonly env: PipelineEnv;
