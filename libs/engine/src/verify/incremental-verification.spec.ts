@@ -353,6 +353,24 @@ describe('many small collections', () => {
     ]);
   });
 
+  it('the commit compares the indexes the live pass skipped as relaxed, reusing its other checks', async () => {
+    const s = smallCollections(3);
+    const unique = { v: 2, key: { s: 1 }, name: 's_1', unique: true };
+    s.src.collection('tenants', 't1')!.indexes.push(unique);
+    // Relaxed on the destination (built non-unique) and, here, never restored: the commit's
+    // pass must see it although the live pass, which skips it, found the collection equal.
+    s.dst.collection('tenants', 't1')!.indexes.push({ v: 2, key: { s: 1 }, name: 's_1' });
+    s.job.namespaces[1]!.relaxedIndexes = [{ name: 's_1' } as never];
+    await liveUntilCaughtUp(s);
+    expect(s.verification.status(s.job, false)?.samples).toEqual([]);
+    const failure = await s.verification
+      .finalPass(s.session, new AbortController().signal)
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(VerificationFailedError);
+    expect((failure as VerificationFailedError).message).toMatch(/tenants\.t1.*s_1/s);
+    expect((failure as VerificationFailedError).message).not.toMatch(/tenants\.t[02]/);
+  });
+
   it('a collection with a default collation is digested alone; a cluster without the batched read falls back', async () => {
     const s = smallCollections(4, (i) => (i === 2 ? { collation: { locale: 'fr' } } : {}));
     s.dst.digestsTogether = false;
