@@ -141,12 +141,6 @@ interface BatchedRange {
 const wholeRange = (range: IdRange) => !('min' in range) && !('max' in range);
 /** Light tasks (metadata checks, small collections' ranges) run at once in the live pass. */
 const LIGHT_CONCURRENCY = 8;
-/**
- * How old a backlog figure progress and canCommit may be given (writes or checks since): each
- * is a walk over every range and dirty `_id`, and progress is asked several times a second. A
- * canCommit that much behind is harmless: the commit's pass reads whatever is not known equal.
- */
-const STATUS_STALE_MS = 250;
 
 /**
  * Bytes per read batch of a digest (on each side, per running range). Measured on 50k × 1 KB
@@ -251,7 +245,7 @@ export class Verification {
   }
 
   private extraStatus(job: JobRecord): Partial<VerificationStatus> {
-    const backlog: Backlog = this.tracker.backlog(STATUS_STALE_MS);
+    const backlog: Backlog = this.tracker.backlog();
     return {
       mode: verificationMode(job),
       backlog: {
@@ -277,8 +271,7 @@ export class Verification {
   caughtUp(job: JobRecord, backlog?: Backlog): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
     return (
-      this.tracker.caughtUp(this.caughtUpMs, backlog ?? this.tracker.backlog(STATUS_STALE_MS)) &&
-      this.tracker.uncheckedMetadata() === 0
+      this.tracker.caughtUp(this.caughtUpMs, backlog) && this.tracker.uncheckedMetadata() === 0
     );
   }
 
