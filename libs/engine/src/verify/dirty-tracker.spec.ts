@@ -52,15 +52,6 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     expect(t.backlog()).toMatchObject({ uncheckedRanges: 3 });
     t.sync([]); // dropped from the catalog
     expect(t.backlog()).toMatchObject({ uncheckedRanges: 0 });
-    // What progress asks: a figure up to `staleMs` old is good enough; an older one is redone.
-    t.sync([items()]);
-    advance(300);
-    expect(t.backlog(250)).toMatchObject({ uncheckedRanges: 3 });
-    checkAllEqual(t, true);
-    advance(100);
-    expect(t.backlog(250)).toMatchObject({ uncheckedRanges: 3 });
-    advance(150);
-    expect(t.backlog(250)).toMatchObject({ uncheckedRanges: 0 });
   });
 
   it('every copied range is unchecked until a check reads it; then nothing is left to read', () => {

@@ -144,7 +144,6 @@ export class DirtyTracker {
   private lastBacklog: {
     version: number;
     seq: number;
-    at: number;
     dirtyRanges: number;
     uncheckedRanges: number;
     oldest: number;
@@ -353,7 +352,6 @@ export class DirtyTracker {
     startSeq: number,
     differing: Array<{ id: unknown; identity: string }>,
   ): void {
-    this.version += 1;
     this.rangeChecked(state, range, startSeq, true);
     const now = this.now();
     for (const { id, identity } of differing) {
@@ -429,17 +427,10 @@ export class DirtyTracker {
     }
   }
 
-  /**
-   * `staleMs`: a figure computed that recently may be answered although writes or checks came
-   * since (progress asks several times a second; each walk visits every range and dirty `_id`).
-   */
-  backlog(staleMs = 0): Backlog {
+  backlog(): Backlog {
     const now = this.now();
     let last = this.lastBacklog;
-    const fresh =
-      last !== null &&
-      ((last.version === this.version && last.seq === this.seq) || now - last.at < staleMs);
-    if (!fresh) {
+    if (last?.version !== this.version || last.seq !== this.seq) {
       let dirtyRanges = 0;
       let uncheckedRanges = 0;
       let oldest = Infinity;
@@ -456,14 +447,13 @@ export class DirtyTracker {
       last = {
         version: this.version,
         seq: this.seq,
-        at: now,
         dirtyRanges,
         uncheckedRanges,
         oldest,
       };
       this.lastBacklog = last;
     }
-    const { dirtyRanges, uncheckedRanges, oldest } = last!;
+    const { dirtyRanges, uncheckedRanges, oldest } = last;
     return {
       dirtyDocuments: this.idCount,
       dirtyRanges,
