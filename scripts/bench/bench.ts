@@ -11,6 +11,7 @@
  *
  * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
@@ -36,6 +37,8 @@ import {
   type ShardedRun,
 } from './sharded';
 import { summariseProfiles } from './profile-summary';
+import { physicalLimits, type PhysicalLimits } from './limits';
+import { cpuMark, cpuMicrosPer, describeCpu, type CpuMark, type CpuParts } from './cpu-budget';
 import { CUTOVER_TARGETS, runCutoverPhase, type CutoverResult } from './cutover';
 import { measureNamespaces, renderNamespaces, type NamespacesResult } from './namespaces';
 import {
@@ -94,8 +97,15 @@ export interface BenchResult {
    * is the lower of the two.
    */
   changeLimit:
-    { directApply: MixRate; streamRead: StreamReadRate; opsPerSec: number } | { skipped: string };
-  copy1x: Rate & { peakRssMB: number };
+    | {
+        /** `cpuMicrosPerOp`: the destination emulator's and the bench's CPU per operation. */
+        directApply: MixRate & { cpuMicrosPerOp: CpuMark };
+        /** `cpuMicrosPerEvent`: the source's (taking the writes and serving the stream). */
+        streamRead: StreamReadRate & { cpuMicrosPerEvent: CpuMark };
+        opsPerSec: number;
+      }
+    | { skipped: string };
+  copy1x: Rate & { peakRssMB: number; cpuMicrosPerDoc: CpuMark };
   change: (ChangeResult & { peakRssMB: number }) | { skipped: string };
   /** (d') the same load written in transactions (one per 100 ms tick, every collection). */
   changeTransactional: ChangeResult | { skipped: string };
@@ -123,6 +133,8 @@ export interface BenchResult {
   machine: { cpus: number; loadAvgStart: number[]; loadAvgEnd: number[] };
   profileDir: string | null;
   workerErrors: string[];
+  /** Where this machine's CPU caps each ratio: see `physicalLimits`. */
+  limits: PhysicalLimits;
 }
 
 async function main(options: BenchOptions): Promise<BenchResult> {
@@ -159,7 +171,9 @@ async function main(options: BenchOptions): Promise<BenchResult> {
     );
 
     log('(a) source raw scan…');
-    const scan = await measureScan(sourceClient, spec, options.quick ? [1, 4] : [1, 2, 4]);
+    const scan = await measureScan(sourceClient, spec, options.quick ? [1, 4] : [1, 2, 4], {
+      source: source.child,
+    });
     log(
       `  ${Math.round(scan.docsPerSec)} docs/s, ${scan.mbPerSec.toFixed(1)} MB/s (concurrency ${scan.concurrency})`,
     );
@@ -176,13 +190,17 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         probeDocuments: options.quick ? 5_000 : 20_000,
       },
       !options.skipChanges,
+      { destination: destination.child },
     );
     log(
       `  ${Math.round(write.docsPerSec)} docs/s, ${write.mbPerSec.toFixed(1)} MB/s (concurrency ${write.concurrency}, batch ${write.batchSize})`,
     );
     const changeLimit = options.skipChanges
       ? { skipped: '--skip-changes' }
-      : await limitPhase(options, spec, sourceClient, destinationClient, write.concurrency);
+      : await limitPhase(options, spec, sourceClient, destinationClient, write.concurrency, {
+          source: source.child,
+          destination: destination.child,
+        });
 
     log('(c) worker copy at 1×…');
     const copy1 = await runWorkerCopy(source.firstLine.uri, destination.firstLine.uri, loaded, {
@@ -191,10 +209,12 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       timeoutMs: 30 * 60_000,
       onTick: (p) => log(`  ${describe(p)}`),
       verification: options.verification,
+      cpuParts: { source: source.child, destination: destination.child },
     });
     log(
       `  ${Math.round(copy1.docsPerSec)} docs/s, ${copy1.mbPerSec.toFixed(1)} MB/s in ${copy1.seconds.toFixed(1)} s, peak RSS ${copy1.peakRssMB.toFixed(0)} MB`,
     );
+    log(`  CPU µs per document: ${describeCpu(copy1.cpuMicrosPerDoc)}`);
 
     let change: BenchResult['change'];
     if (options.skipChanges) change = { skipped: '--skip-changes' };
@@ -208,6 +228,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         copy1,
         base,
         source.firstLine.uri,
+        { source: source.child, destination: destination.child },
       );
     }
     let changeTransactional: BenchResult['changeTransactional'] = {
@@ -221,7 +242,14 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         destinationClient,
         copy1.worker.api,
         spec,
-        { ...changeOptions(options, base, false, source.firstLine.uri), transactional: true },
+        {
+          ...changeOptions(options, base, false, source.firstLine.uri, {
+            source: source.child,
+            destination: destination.child,
+            worker: copy1.worker.started.child,
+          }),
+          transactional: true,
+        },
       ).catch((error: unknown) => ({
         skipped: `failed: ${error instanceof Error ? error.message : String(error)}`,
       }));
@@ -250,7 +278,10 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         {
           profileDir,
           timeoutMs: options.quick ? 5 * 60_000 : 60 * 60_000,
-          change: changeOptions(options, base, options.skipChanges, source.firstLine.uri),
+          change: changeOptions(options, base, options.skipChanges, source.firstLine.uri, {
+            source: source.child,
+            destination: destination.child,
+          }),
           log,
         },
       ).catch((error: unknown) => ({
@@ -301,6 +332,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
           timeoutMs: 60 * 60_000,
           onTick: (p) => log(`  ${describe(p)}`),
           verification: options.verification,
+          cpuParts: { source: source.child, destination: destination.child },
         },
       );
       const peakRssMB = memoryOf(copy.worker.started.child)?.hwmMB ?? copy.peakRssMB;
@@ -362,6 +394,16 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       machine: { cpus: cpus().length, loadAvgStart, loadAvgEnd: loadavg() },
       profileDir,
       workerErrors,
+      limits: physicalLimits({
+        cores: cpus().length,
+        scan,
+        write,
+        copy: copy1,
+        peerCopyDocsPerSec: 'skipped' in peer ? null : peer.copy.docsPerSec,
+        changeLimit: 'skipped' in changeLimit ? null : changeLimit,
+        change: 'skipped' in change ? undefined : change,
+        peerChange: 'skipped' in peer ? undefined : peer.change,
+      }),
     };
   } finally {
     await Promise.all([sourceClient.close(), destinationClient.close()]);
@@ -511,6 +553,7 @@ async function changePhase(
   /** The rate the load's steps are fractions of (the honest limit, else the raw insert rate). */
   base: number,
   sourceUri: string,
+  cpuParts: CpuParts,
 ): Promise<BenchResult['change']> {
   log('(d) change application at rising rates…');
   const api = copy.worker.api;
@@ -543,13 +586,23 @@ async function changePhase(
     destination,
     api,
     spec,
-    changeOptions(options, base, false, sourceUri),
+    changeOptions(options, base, false, sourceUri, {
+      ...cpuParts,
+      worker: copy.worker.started.child,
+    }),
   );
   return { ...result, peakRssMB: round(memoryOf(copy.worker.started.child)?.hwmMB ?? 0) };
 }
 
-function changeOptions(options: BenchOptions, base: number, skip: boolean, sourceUri: string) {
+function changeOptions(
+  options: BenchOptions,
+  base: number,
+  skip: boolean,
+  sourceUri: string,
+  cpuParts: CpuParts,
+) {
   return {
+    cpuParts,
     loadWriters: options.loadWriters,
     sourceUri,
     rates: skip ? [] : options.rateFactors.map((f) => Math.max(20, Math.round(f * base))),
@@ -573,15 +626,29 @@ async function limitPhase(
   source: MongoClient,
   destination: MongoClient,
   concurrency: number,
+  parts: { source: ChildProcess; destination: ChildProcess },
 ): Promise<BenchResult['changeLimit']> {
   const total = options.quick ? 10_000 : Math.min(100_000, Math.max(10_000, spec.documents / 2));
   const batches = planMix(spec, total, MIX_BATCH_OPS, 1);
   log(`(g) destination: the change mix (${total} ops) applied directly as unordered bulk writes…`);
+  let cpuBefore = cpuMark({ destination: parts.destination });
   const directApply = await applyMix(destination, SCRATCH, batches, concurrency);
+  const directApplyCpu = cpuMicrosPer(
+    cpuBefore,
+    cpuMark({ destination: parts.destination }),
+    directApply.ops,
+  );
   await destination.db(SCRATCH).dropDatabase();
   log(`  ${Math.round(directApply.opsPerSec)} ops/s`);
   log('(h) source: a change stream reading the same mix…');
+  cpuBefore = cpuMark({ source: parts.source });
   const streamRead = await measureStreamRead(source, DATABASE, batches, concurrency, 120_000);
+  // the source both takes the mix's writes and serves the stream here, as during a sync
+  const streamReadCpu = cpuMicrosPer(
+    cpuBefore,
+    cpuMark({ source: parts.source }),
+    streamRead.events,
+  );
   await removeLoadDocuments(source, spec);
   log(
     `  ${Math.round(streamRead.eventsPerSec)} events/s (${streamRead.events} events; the source wrote the mix at ${Math.round(streamRead.sourceWrite.opsPerSec)} ops/s)`,
@@ -591,11 +658,13 @@ async function limitPhase(
       ...directApply,
       seconds: round(directApply.seconds),
       opsPerSec: round(directApply.opsPerSec),
+      cpuMicrosPerOp: directApplyCpu,
     },
     streamRead: {
       ...streamRead,
       seconds: round(streamRead.seconds),
       eventsPerSec: round(streamRead.eventsPerSec),
+      cpuMicrosPerEvent: streamReadCpu,
     },
     opsPerSec: round(Math.min(directApply.opsPerSec, streamRead.eventsPerSec)),
   };
@@ -701,9 +770,10 @@ function describe(p: Awaited<ReturnType<typeof progress>>): string {
   return `${p.state} ${p.info ?? ''} ${pct.toFixed(0)}%`;
 }
 
-function withoutProcess(run: CopyRun): Rate {
-  const { documents, bytes, seconds, docsPerSec, mbPerSec } = run;
+function withoutProcess(run: CopyRun): Rate & { cpuMicrosPerDoc: CpuMark } {
+  const { documents, bytes, seconds, docsPerSec, mbPerSec, cpuMicrosPerDoc } = run;
   return {
+    cpuMicrosPerDoc,
     documents,
     bytes,
     seconds: round(seconds),

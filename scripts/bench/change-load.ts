@@ -4,6 +4,7 @@ import { Long, type MongoClient } from 'mongodb';
 import { LOAD_ID_BASE, MixPlanner } from './change-mix';
 import type { WriterDone, WriterInit, WriterIssue } from './load-writer';
 import { collectionName, type DatasetSpec } from './dataset';
+import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
 import { sleep } from './processes';
 import { progress } from './worker-copy';
 
@@ -34,6 +35,12 @@ export interface StepResult {
   loadLimited: boolean;
   /** Lag p99 stayed within the limit for the achieved rate (which is the step's figure). */
   held: boolean;
+  /**
+   * CPU per change from the window's start until the last probe was seen: each accounted
+   * process (`ChangeOptions.cpuParts`, the load writers) and the bench process (its load and
+   * lag probe).
+   */
+  cpuMicrosPerOp: CpuMark;
 }
 
 export interface ChangeResult {
@@ -62,6 +69,8 @@ export interface ChangeOptions {
    */
   loadWriters?: number;
   sourceUri?: string;
+  /** Processes whose CPU each step is split over (emulators, the tool under load). */
+  cpuParts?: CpuParts;
 }
 
 /**
@@ -152,6 +161,8 @@ export async function removeLoadDocuments(source: MongoClient, spec: DatasetSpec
 /** Writes `count` operations of the mix and resolves when they are acknowledged. */
 interface Load {
   readonly counts: { inserts: number; updates: number; deletes: number };
+  /** Writer processes of the load, if it is not written by this process. */
+  readonly processes: ChildProcess[];
   issue(count: number): Promise<void>;
   close(): void;
 }
@@ -164,6 +175,9 @@ async function runStep(
   options: ChangeOptions,
 ): Promise<StepResult> {
   const before = { ...load.counts };
+  const parts: CpuParts = { ...options.cpuParts };
+  load.processes.forEach((child, k) => (parts[`writer${k + 1}`] = child));
+  const cpuBefore = cpuMark(parts);
   const firstProbe = probe.nextSeq;
   let workerLagMax: number | null = null;
   const watchWorker = async (): Promise<void> => {
@@ -201,6 +215,7 @@ async function runStep(
   probe.stop();
   const lastProbe = probe.nextSeq - 1;
   const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
+  const cpuAfter = cpuMark(parts);
   const lags = probe.lagsOf(firstProbe, lastProbe);
   const done = {
     inserts: load.counts.inserts - before.inserts,
@@ -221,6 +236,7 @@ async function runStep(
     drained,
     loadLimited: achieved < 0.9 * target,
     held: drained && p99 !== null && p99 <= options.lagLimitSeconds,
+    cpuMicrosPerOp: cpuMicrosPer(cpuBefore, cpuAfter, done.inserts + done.updates + done.deletes),
   };
 }
 
@@ -231,6 +247,7 @@ async function runStep(
  */
 class LoadGenerator implements Load {
   readonly counts = { inserts: 0, updates: 0, deletes: 0 };
+  readonly processes: ChildProcess[] = [];
   private readonly planner: MixPlanner;
 
   constructor(
@@ -280,6 +297,10 @@ class WriterPool implements Load {
   readonly counts = { inserts: 0, updates: 0, deletes: 0 };
   private nextTag = 0;
   private readonly waiting = new Map<number, { resolve(): void; reject(e: Error): void }>();
+
+  get processes(): ChildProcess[] {
+    return this.writers;
+  }
 
   private constructor(private readonly writers: ChildProcess[]) {
     for (const w of writers) {

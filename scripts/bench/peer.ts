@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { MongoClient } from 'mongodb';
 import { freePort, startNodeProcess, startProcess } from '../lib/processes';
+import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
 import { measureChangeApplication, PROBE_DB, type ChangeResult } from './change-load';
 import { collectionName, type DatasetSpec } from './dataset';
 import { nodeFlags, RssSampler, sleep, track } from './processes';
@@ -13,7 +14,8 @@ const PEER_SYNC = resolve(__dirname, 'peer-sync.js');
 
 export interface PeerResult {
   tool: string;
-  copy: Rate & { peakRssMB: number };
+  /** `cpuMicrosPerDoc`: from the peer's start until its scans ended (emulators, peer, redis). */
+  copy: Rate & { peakRssMB: number; cpuMicrosPerDoc: CpuMark };
   change: ChangeResult | { skipped: string };
 }
 
@@ -53,6 +55,8 @@ export async function runPeer(
     `${PROBE_DB}.lag`,
   ];
   try {
+    const accounted: CpuParts = { ...options.change.cpuParts, redis: redis.child };
+    const copyCpuBefore = cpuMark(accounted);
     const peer = track(
       await startNodeProcess<{ started: number }>([
         ...nodeFlags(options.profileDir, 'peer-mongochangestream'),
@@ -85,16 +89,22 @@ export async function runPeer(
         fail(new Error(`peer exited with ${code}`));
       });
     });
+    accounted.peer = peer.child;
     const copy = {
       ...rate(dataset.documents, dataset.bytes, scanned.seconds),
       peakRssMB: sampler.stop(),
+      // the peer's own CPU counts from its start (its mark before it existed is 0)
+      cpuMicrosPerDoc: cpuMicrosPer(copyCpuBefore, cpuMark(accounted), dataset.documents),
     };
     options.log(
       `  peer copy: ${Math.round(copy.docsPerSec)} docs/s in ${copy.seconds.toFixed(1)} s (${scanned.documents} documents scanned), peak RSS ${copy.peakRssMB.toFixed(0)} MB`,
     );
     await sleep(1000); // let its change streams settle on a quiet source
     options.log('  peer change application at rising rates…');
-    const change = await measureChangeApplication(source, destination, null, spec, options.change);
+    const change = await measureChangeApplication(source, destination, null, spec, {
+      ...options.change,
+      cpuParts: accounted,
+    });
     await peer.stop();
     return { tool: `mongochangestream@${peerVersion()}`, copy, change };
   } finally {

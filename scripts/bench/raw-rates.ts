@@ -1,5 +1,6 @@
 import type { MongoClient } from 'mongodb';
 import { batchesOf, collectionName, insertRange, secondsSince, type DatasetSpec } from './dataset';
+import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
 
 export interface Rate {
   documents: number;
@@ -22,6 +23,8 @@ export function rate(documents: number, bytes: number, seconds: number): Rate {
 export interface ScanResult extends Rate {
   /** Collections scanned at the same time in the best attempt. */
   concurrency: number;
+  /** CPU per document of the best attempt: the source emulator and the reading bench process. */
+  cpuMicrosPerDoc: CpuMark;
   attempts: Array<{ concurrency: number; docsPerSec: number }>;
 }
 
@@ -34,6 +37,8 @@ export async function measureScan(
   client: MongoClient,
   spec: DatasetSpec,
   concurrencies: number[],
+  /** The processes whose CPU is accounted (the source emulator). */
+  parts: CpuParts = {},
   batchSize = 10_000,
 ): Promise<ScanResult> {
   const attempts: ScanResult['attempts'] = [];
@@ -43,6 +48,7 @@ export async function measureScan(
     let documents = 0;
     let bytes = 0;
     const started = process.hrtime.bigint();
+    const cpuBefore = cpuMark(parts);
     const lane = async (): Promise<void> => {
       while (next < spec.collections) {
         const name = collectionName(next++);
@@ -54,7 +60,12 @@ export async function measureScan(
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, spec.collections) }, lane));
-    const result = { ...rate(documents, bytes, secondsSince(started)), concurrency, attempts };
+    const result = {
+      ...rate(documents, bytes, secondsSince(started)),
+      concurrency,
+      attempts,
+      cpuMicrosPerDoc: cpuMicrosPer(cpuBefore, cpuMark(parts), documents),
+    };
     attempts.push({ concurrency, docsPerSec: Math.round(result.docsPerSec) });
     if (!best || result.docsPerSec > best.docsPerSec) best = result;
   }
@@ -68,6 +79,11 @@ export interface WriteResult extends Rate {
   probes: Array<{ concurrency: number; batchSize: number; docsPerSec: number }>;
   /** Seconds the bench process spent generating the documents (included in `seconds`). */
   generationSeconds: number;
+  /**
+   * CPU per document of the full write: the destination emulator, and the bench process less
+   * its generating of the documents (`bench`: what the writing client alone costs).
+   */
+  cpuMicrosPerDoc: CpuMark;
 }
 
 /**
@@ -84,6 +100,8 @@ export async function measureWrite(
   grid: { concurrencies: number[]; batchSizes: number[]; probeDocuments: number },
   /** Leave the dataset in the scratch database (the caller measures more on it, then drops it). */
   keepScratch = false,
+  /** The processes whose CPU is accounted (the destination emulator). */
+  parts: CpuParts = {},
 ): Promise<WriteResult> {
   const probes: WriteResult['probes'] = [];
   let best = { concurrency: grid.concurrencies[0]!, batchSize: grid.batchSizes[0]!, docsPerSec: 0 };
@@ -104,7 +122,11 @@ export async function measureWrite(
   }
   await client.db(scratchDatabase).dropDatabase();
   const generationSeconds = timeGeneration(spec);
+  const cpuBefore = cpuMark(parts);
   const r = await insertRange(client, scratchDatabase, spec, 0, spec.documents, best);
+  const cpuMicrosPerDoc = cpuMicrosPer(cpuBefore, cpuMark(parts), r.documents);
+  const generationMicros = r.documents > 0 ? (generationSeconds * 1e6) / r.documents : 0;
+  cpuMicrosPerDoc.bench = Math.max(0, Math.round(cpuMicrosPerDoc.bench! - generationMicros));
   if (!keepScratch) await client.db(scratchDatabase).dropDatabase();
   return {
     ...rate(r.documents, datasetBytes, r.seconds),
@@ -112,6 +134,7 @@ export async function measureWrite(
     batchSize: best.batchSize,
     probes,
     generationSeconds,
+    cpuMicrosPerDoc,
   };
 }
 

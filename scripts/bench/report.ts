@@ -1,4 +1,5 @@
 import type { BenchResult } from './bench';
+import { renderLimits } from './limits';
 import type { CUTOVER_TARGETS, CutoverResult, CutoverRun } from './cutover';
 
 /** The human-readable summary (stderr): raw figures, then the ratios against their targets. */
@@ -167,6 +168,7 @@ export function renderTable(r: BenchResult): string[] {
     `worker RSS added (MB)     ${n(verify?.rssDeltaMB ?? null).padStart(8)}   ${verdict(verify?.rssDeltaMB ?? null, r.targets.verifyRssDeltaMB, true)}`,
   );
   lines.push('', ...renderCutover(r.cutover, r.targets.cutover));
+  lines.push('', ...renderLimits(r.limits));
   if (r.workerErrors.length) lines.push('', `worker errors: ${r.workerErrors.join('; ')}`);
   return lines;
 }

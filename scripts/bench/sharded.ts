@@ -14,7 +14,6 @@
  * read). The emulators' CPU is reported too: on 2 cores they compete with the workers, so the
  * wall-clock throughput ratio cannot be judged there.
  */
-import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { Long, MaxKey, MongoClient, type Document } from 'mongodb';
 import { startNodeProcess, type Started } from '../lib/processes';
@@ -22,6 +21,7 @@ import { collectionName, insertRange, type DatasetSpec, type LoadResult } from '
 import { EMULATOR_CLI, nodeFlags, RssSampler, sleep, startWorker, track } from './processes';
 import type { WorkerProcess } from './processes';
 import { post, progress } from './worker-copy';
+import { cpuSecondsOf } from './cpu-budget';
 
 interface ShardedLine {
   uri: string;
@@ -96,19 +96,6 @@ export const SHARDED_TARGETS = {
   throughputRatio4Min: 3.2,
   freeCoresForThroughput: 4,
 };
-
-const CLOCK_TICKS = 100; // USER_HZ on Linux
-
-/** utime + stime of a process, in seconds (0 once it exited). */
-export function cpuSecondsOf(child: ChildProcess): number {
-  try {
-    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // fields 14, 15 of stat(5)
-  } catch {
-    return 0;
-  }
-}
 
 interface RunOptions {
   profileDir: string | null;

@@ -1,3 +1,4 @@
+import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
 import { rate, type Rate } from './raw-rates';
 import { RssSampler, sleep, startWorker, type WorkerProcess } from './processes';
 
@@ -39,6 +40,8 @@ export function copyFinished(p: Progress): boolean {
 export interface CopyRun extends Rate {
   /** Peak resident memory of the worker during the copy (VmHWM), MB. */
   peakRssMB: number;
+  /** CPU per document from start to the copy's end: the worker, the emulators, the bench. */
+  cpuMicrosPerDoc: CpuMark;
   worker: WorkerProcess;
   sampler: RssSampler;
 }
@@ -60,10 +63,14 @@ export async function runWorkerCopy(
     onTick?: (p: Progress) => void;
     /** The embedded verifier (default on). */
     verification?: boolean;
+    /** Processes whose CPU the copy is split over, besides the worker (the emulators). */
+    cpuParts?: CpuParts;
   },
 ): Promise<CopyRun> {
   const worker = await startWorker(sourceUri, destinationUri, options.profileDir, options.tag);
   const sampler = new RssSampler(worker.started.child);
+  const parts: CpuParts = { ...options.cpuParts, worker: worker.started.child };
+  const cpuBefore = cpuMark(parts);
   const startedAt = Date.now();
   await post(worker.api, 'start', {
     source: 'cluster0',
@@ -94,7 +101,14 @@ export async function runWorkerCopy(
     }
     if (endedAt === null) await sleep(50);
   }
+  const cpuMicrosPerDoc = cpuMicrosPer(cpuBefore, cpuMark(parts), dataset.documents);
   const peakRssMB = sampler.stop();
   const seconds = Math.max(1e-3, (endedAt - startedAt) / 1000);
-  return { ...rate(dataset.documents, dataset.bytes, seconds), peakRssMB, worker, sampler };
+  return {
+    ...rate(dataset.documents, dataset.bytes, seconds),
+    peakRssMB,
+    cpuMicrosPerDoc,
+    worker,
+    sampler,
+  };
 }

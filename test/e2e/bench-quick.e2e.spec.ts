@@ -74,6 +74,22 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         }),
       );
       expect(stderr).toContain('copy / min(a, b)');
+      // Where the machine caps the ratios: CPU per document of every process of the copy,
+      // measured from /proc, and the ceilings computed from them.
+      const limits = result.limits as {
+        cores: number;
+        copy: { cpuMicrosPerDoc: Record<string, number>; bareDocsPerSec: number | null };
+        change: { held: { cpuMicrosPerOp: Record<string, number> } | null } | null;
+      };
+      expect(limits.cores).toBeGreaterThan(0);
+      for (const part of ['source', 'destination', 'worker'])
+        expect(limits.copy.cpuMicrosPerDoc[part]).toBeGreaterThan(0);
+      expect(limits.copy.bareDocsPerSec).toBeGreaterThan(0);
+      if (limits.change?.held) {
+        expect(limits.change.held.cpuMicrosPerOp.worker).toBeGreaterThan(0);
+        expect(limits.change.held.cpuMicrosPerOp.source).toBeGreaterThan(0);
+      }
+      expect(stderr).toContain("Where this machine's");
     }, 300_000);
   },
 );

@@ -1,0 +1,71 @@
+/**
+ * CPU accounting for the bench: how much CPU each process of a measurement (the emulators, the
+ * worker or the peer, the bench process itself) spent per document or per change, read from
+ * /proc (utime + stime) around the measured window. From those figures follow the ceilings a
+ * ratio cannot pass on the machine the bench ran on: with N cores, a rate R needs
+ * R × (sum of every process's CPU per unit) ≤ N seconds per second, and a single-threaded
+ * process can use at most one core (R × its own CPU per unit ≤ 1).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** utime + stime of a process, in seconds (0 once it exited). */
+export function cpuSecondsOf(child: ChildProcess): number {
+  try {
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // fields 14, 15 of stat(5)
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes a measurement splits its CPU over, by name; `bench` is added for this process. */
+export type CpuParts = Record<string, ChildProcess>;
+
+/** CPU seconds of every part (and of this process, as `bench`) at one instant. */
+export type CpuMark = Record<string, number>;
+
+export function cpuMark(parts: CpuParts): CpuMark {
+  const mark: CpuMark = {};
+  for (const [name, child] of Object.entries(parts)) mark[name] = cpuSecondsOf(child);
+  const self = process.cpuUsage();
+  mark.bench = (self.user + self.system) / 1e6;
+  return mark;
+}
+
+/** Microseconds of CPU per unit (document, change) each part spent between two marks. */
+export function cpuMicrosPer(before: CpuMark, after: CpuMark, units: number): CpuMark {
+  const per: CpuMark = {};
+  for (const name of Object.keys(after)) {
+    const seconds = Math.max(0, after[name]! - (before[name] ?? 0));
+    per[name] = units > 0 ? Math.round((seconds * 1e6) / units) : 0;
+  }
+  return per;
+}
+
+/**
+ * The highest rate (units/s) the named parts' work alone allows on `cores` cores: the whole
+ * machine's CPU shared by all of them, and no single-threaded part above one core. The parts
+ * left out are counted as free — a ceiling, never an estimate of what they would reach.
+ */
+export function rateCeiling(
+  perUnit: CpuMark,
+  names: string[],
+  cores: number = cpus().length,
+): number | null {
+  const costs = names.map((n) => perUnit[n] ?? 0).filter((c) => c > 0);
+  if (costs.length === 0) return null;
+  const total = costs.reduce((s, c) => s + c, 0);
+  return Math.round(Math.min((cores * 1e6) / total, 1e6 / Math.max(...costs)));
+}
+
+/** `12 source, 30 destination, …` (µs per unit), for the log. */
+export function describeCpu(perUnit: CpuMark): string {
+  return Object.entries(perUnit)
+    .map(([name, us]) => `${name} ${us}`)
+    .join(', ');
+}

@@ -1,0 +1,225 @@
+/**
+ * Where this machine's CPU caps the bench's ratios. Every figure is a ceiling computed from CPU
+ * per document or per change measured in the same run (cpu-budget.ts), never an estimate:
+ *
+ * - "bare": the work no sync tool can avoid — the source serving the scan (a) or taking the
+ *   change load and serving one change stream (h), the destination taking the writes (b) or
+ *   applying the mix (g), the load writer writing the load — with the tool itself costing nothing.
+ * - "worker, bare emulators": the same plus the worker at its own measured CPU per unit — what
+ *   the worker would reach if the emulators did no more per unit than in the raw measurements.
+ * - "as run": every process as measured during the worker's own copy or change step (the
+ *   emulators' share includes the embedded verifier's reads when it is on): the rate a fully
+ *   busy machine allows, to hold against the rate achieved.
+ *
+ * A ratio's target above its bare ceiling cannot be met on this machine by any tool.
+ */
+import type { ChangeResult, StepResult } from './change-load';
+import { rateCeiling, type CpuMark } from './cpu-budget';
+import type { ScanResult, WriteResult } from './raw-rates';
+
+export interface CopyLimits {
+  /** The worker's copy rate (c), to hold the ceilings against. */
+  docsPerSec: number;
+  /** CPU per document during the worker's copy (c), by process. */
+  cpuMicrosPerDoc: CpuMark;
+  rawScanCpuMicrosPerDoc: CpuMark;
+  rawWriteCpuMicrosPerDoc: CpuMark;
+  /** The source's scan and the destination's write alone, the tool free: docs/s, ÷ min(a, b). */
+  bareDocsPerSec: number | null;
+  bareCopyRatio: number | null;
+  /** a's source + b's destination + the worker's CPU per document in (c). */
+  workerBareEmulatorsDocsPerSec: number | null;
+  workerBareEmulatorsCopyRatio: number | null;
+  /** Every process as measured during (c): the ceiling of a fully busy machine. */
+  asRunDocsPerSec: number | null;
+  /** bareDocsPerSec ÷ the peer's copy rate: what peerCopyRatio cannot pass here. */
+  peerCopyRatioCeiling: number | null;
+}
+
+export interface ChangeLimits {
+  /** The worker's highest held step, and the first step above it that did not hold. */
+  held: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
+  notHeld: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
+  /** The peer's highest held step (its own CPU as `peer`, its state store's as `redis`). */
+  peerHeld: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
+  /**
+   * The source taking the load and serving one stream (h), the destination applying it (g), the
+   * load writer as in the held step; the tool free: ops/s, ÷ min(g, h), ÷ the peer's figure.
+   */
+  bareOpsPerSec: number | null;
+  bareChangeRatio: number | null;
+  barePeerChangeRatio: number | null;
+  /** The bare figures plus the worker's own CPU per change in the held step. */
+  workerBareEmulatorsOpsPerSec: number | null;
+  workerBareEmulatorsChangeRatio: number | null;
+  /** Every process as measured in the held step: the ceiling of a fully busy machine. */
+  asRunOpsPerSec: number | null;
+}
+
+export interface PhysicalLimits {
+  cores: number;
+  copy: CopyLimits;
+  change: ChangeLimits | null;
+}
+
+const round2 = (v: number): number => Math.round(v * 100) / 100;
+const ratio = (a: number | null, b: number | null | undefined): number | null =>
+  a === null || b === null || b === undefined || b <= 0 ? null : round2(a / b);
+
+function heldAndNext(result: ChangeResult | { skipped: string } | undefined): {
+  held: StepResult | null;
+  notHeld: StepResult | null;
+} {
+  if (!result || 'skipped' in result) return { held: null, notHeld: null };
+  const held = result.steps
+    .filter((s) => s.held)
+    .reduce<StepResult | null>(
+      (best, s) => (best === null || s.achievedOpsPerSec > best.achievedOpsPerSec ? s : best),
+      null,
+    );
+  const notHeld =
+    result.steps
+      .filter((s) => !s.held && s.targetOpsPerSec > (held?.targetOpsPerSec ?? 0))
+      .sort((a, b) => a.targetOpsPerSec - b.targetOpsPerSec)[0] ?? null;
+  return { held, notHeld };
+}
+
+const stepFigures = (
+  s: StepResult | null,
+): Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null =>
+  s === null
+    ? null
+    : {
+        targetOpsPerSec: Math.round(s.targetOpsPerSec),
+        achievedOpsPerSec: Math.round(s.achievedOpsPerSec),
+        cpuMicrosPerOp: s.cpuMicrosPerOp,
+      };
+
+export function physicalLimits(input: {
+  cores: number;
+  scan: ScanResult;
+  write: WriteResult;
+  copy: { cpuMicrosPerDoc: CpuMark; docsPerSec: number };
+  peerCopyDocsPerSec: number | null;
+  changeLimit: {
+    opsPerSec: number;
+    directApply: { cpuMicrosPerOp: CpuMark };
+    streamRead: { cpuMicrosPerEvent: CpuMark };
+  } | null;
+  change: ChangeResult | { skipped: string } | undefined;
+  peerChange: ChangeResult | { skipped: string } | undefined;
+}): PhysicalLimits {
+  const { cores, scan, write, copy } = input;
+  const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
+  const bare = rateCeiling(
+    {
+      source: scan.cpuMicrosPerDoc.source ?? 0,
+      destination: write.cpuMicrosPerDoc.destination ?? 0,
+    },
+    ['source', 'destination'],
+    cores,
+  );
+  const workerBare = rateCeiling(
+    {
+      source: scan.cpuMicrosPerDoc.source ?? 0,
+      destination: write.cpuMicrosPerDoc.destination ?? 0,
+      worker: copy.cpuMicrosPerDoc.worker ?? 0,
+    },
+    ['source', 'destination', 'worker'],
+    cores,
+  );
+  const asRunCopy = rateCeiling(copy.cpuMicrosPerDoc, Object.keys(copy.cpuMicrosPerDoc), cores);
+  const copyLimits: CopyLimits = {
+    docsPerSec: Math.round(copy.docsPerSec),
+    cpuMicrosPerDoc: copy.cpuMicrosPerDoc,
+    rawScanCpuMicrosPerDoc: scan.cpuMicrosPerDoc,
+    rawWriteCpuMicrosPerDoc: write.cpuMicrosPerDoc,
+    bareDocsPerSec: bare,
+    bareCopyRatio: ratio(bare, minRaw),
+    workerBareEmulatorsDocsPerSec: workerBare,
+    workerBareEmulatorsCopyRatio: ratio(workerBare, minRaw),
+    asRunDocsPerSec: asRunCopy,
+    peerCopyRatioCeiling: ratio(bare, input.peerCopyDocsPerSec),
+  };
+  if (input.changeLimit === null) return { cores, copy: copyLimits, change: null };
+
+  const { held, notHeld } = heldAndNext(input.change);
+  const peer = heldAndNext(input.peerChange).held;
+  const load = (s: StepResult | null): CpuMark => {
+    const out: CpuMark = {};
+    for (const [name, us] of Object.entries(s?.cpuMicrosPerOp ?? {}))
+      if (name === 'bench' || name.startsWith('writer')) out[name] = us;
+    return out;
+  };
+  const bareCost: CpuMark = {
+    source: input.changeLimit.streamRead.cpuMicrosPerEvent.source ?? 0,
+    destination: input.changeLimit.directApply.cpuMicrosPerOp.destination ?? 0,
+    ...load(held),
+  };
+  const bareChange = rateCeiling(bareCost, Object.keys(bareCost), cores);
+  const withWorker: CpuMark = { ...bareCost, worker: held?.cpuMicrosPerOp.worker ?? 0 };
+  const workerBareChange = rateCeiling(withWorker, Object.keys(withWorker), cores);
+  const asRunChange = held
+    ? rateCeiling(held.cpuMicrosPerOp, Object.keys(held.cpuMicrosPerOp), cores)
+    : null;
+  const peerSustained = peer?.achievedOpsPerSec ?? null;
+  return {
+    cores,
+    copy: copyLimits,
+    change: {
+      held: stepFigures(held),
+      notHeld: stepFigures(notHeld),
+      peerHeld: stepFigures(peer),
+      bareOpsPerSec: held ? bareChange : null,
+      bareChangeRatio: held ? ratio(bareChange, input.changeLimit.opsPerSec) : null,
+      barePeerChangeRatio: held ? ratio(bareChange, peerSustained) : null,
+      workerBareEmulatorsOpsPerSec: held ? workerBareChange : null,
+      workerBareEmulatorsChangeRatio: held
+        ? ratio(workerBareChange, input.changeLimit.opsPerSec)
+        : null,
+      asRunOpsPerSec: asRunChange,
+    },
+  };
+}
+
+/** The limits as readable lines for the bench's table. */
+export function renderLimits(l: PhysicalLimits): string[] {
+  const n = (v: number | null): string => (v === null ? '-' : String(v));
+  const cpu = (m: CpuMark): string =>
+    Object.entries(m)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  // A ceiling below what was achieved means the short raw measurements it rests on were noisy.
+  const noisy = (ceiling: number | null, achieved: number | undefined): string =>
+    ceiling !== null && achieved !== undefined && achieved > ceiling
+      ? ` (below the ${achieved} achieved: the raw figures behind it were noisy; not a limit)`
+      : '';
+  const lines = [
+    `Where this machine's ${l.cores} cores cap the ratios (CPU µs per document/change, measured in this run):`,
+    `  copy (c): ${cpu(l.copy.cpuMicrosPerDoc)}; raw scan (a): ${cpu(l.copy.rawScanCpuMicrosPerDoc)}; raw write (b): ${cpu(l.copy.rawWriteCpuMicrosPerDoc)}`,
+    `  copy ceiling, tool free (a's source + b's destination): ${n(l.copy.bareDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.bareCopyRatio)}, peerCopyRatio ≤ ${n(l.copy.peerCopyRatioCeiling)}${noisy(l.copy.bareDocsPerSec, l.copy.docsPerSec)}`,
+    `  copy ceiling, the worker's own CPU on the emulators' raw cost: ${n(l.copy.workerBareEmulatorsDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.workerBareEmulatorsCopyRatio)}${noisy(l.copy.workerBareEmulatorsDocsPerSec, l.copy.docsPerSec)}`,
+    `  copy ceiling, every process as measured in (c): ${n(l.copy.asRunDocsPerSec)} docs/s`,
+  ];
+  const c = l.change;
+  if (c) {
+    if (c.held)
+      lines.push(
+        `  change, highest held step (${c.held.achievedOpsPerSec} ops/s): ${cpu(c.held.cpuMicrosPerOp)}`,
+      );
+    if (c.notHeld)
+      lines.push(
+        `  change, first step not held (${c.notHeld.achievedOpsPerSec} ops/s): ${cpu(c.notHeld.cpuMicrosPerOp)}`,
+      );
+    if (c.peerHeld)
+      lines.push(
+        `  peer, highest held step (${c.peerHeld.achievedOpsPerSec} ops/s): ${cpu(c.peerHeld.cpuMicrosPerOp)}`,
+      );
+    lines.push(
+      `  change ceiling, tool free (h's source + g's destination + the load): ${n(c.bareOpsPerSec)} ops/s → changeRatio ≤ ${n(c.bareChangeRatio)}, peerChangeRatio ≤ ${n(c.barePeerChangeRatio)}${noisy(c.bareOpsPerSec, c.held?.achievedOpsPerSec)}`,
+      `  change ceiling, the worker's own CPU on the emulators' bare cost: ${n(c.workerBareEmulatorsOpsPerSec)} ops/s → changeRatio ≤ ${n(c.workerBareEmulatorsChangeRatio)}${noisy(c.workerBareEmulatorsOpsPerSec, c.held?.achievedOpsPerSec)}`,
+      `  change ceiling, every process as measured in the held step: ${n(c.asRunOpsPerSec)} ops/s`,
+    );
+  }
+  return lines;
+}
