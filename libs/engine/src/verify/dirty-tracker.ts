@@ -52,8 +52,15 @@ export interface RangeState extends Mark {
 }
 
 /** What the tracker keeps of one namespace (by current name, as writes report it). */
+/** The ids of a namespace that has none (never written to). */
+const NO_IDS: ReadonlyMap<string, DirtyId> = new Map();
+
 export class NamespaceState {
-  readonly ids = new Map<string, DirtyId>();
+  /**
+   * Written `_id`s not yet found equal, by identity. Created on the first and dropped once empty:
+   * with many namespaces most are never written to, and an empty Map still costs ~0.5 KB.
+   */
+  private idMap: Map<string, DirtyId> | null = null;
   /** Absent until the catalog told its copy partitions. */
   ranges: RangeState[] | null = null;
   /** Catalog signature (key, partition set, copy state): a new one restarts the namespace. */
@@ -76,6 +83,25 @@ export class NamespaceState {
 
   get name(): string {
     return `${this.database}.${this.collection}`;
+  }
+
+  get ids(): ReadonlyMap<string, DirtyId> {
+    return this.idMap ?? NO_IDS;
+  }
+
+  addId(entry: DirtyId): void {
+    (this.idMap ??= new Map()).set(entry.identity, entry);
+  }
+
+  /** True when it was there. */
+  deleteId(identity: string): boolean {
+    if (!this.idMap?.delete(identity)) return false;
+    if (this.idMap.size === 0) this.idMap = null;
+    return true;
+  }
+
+  clearIds(): void {
+    this.idMap = null;
   }
 
   rangeOf(entry: DirtyId): RangeState | undefined {
@@ -203,7 +229,7 @@ export class DirtyTracker {
       identity.length <= this.maxChars
     ) {
       const now = this.now();
-      state.ids.set(identity, {
+      state.addId({
         id,
         identity,
         seq,
@@ -282,7 +308,7 @@ export class DirtyTracker {
         for (const entry of state.ids.values()) delete entry.range;
         if (state.natural) {
           this.idCount -= state.ids.size;
-          state.ids.clear();
+          state.clearIds();
         }
       }
       state.ranges.forEach((r, i) => (r.ready = ns.ready?.[i] ?? true));
@@ -492,7 +518,7 @@ export class DirtyTracker {
   }
 
   private forget(state: NamespaceState, entry: DirtyId): void {
-    if (state.ids.delete(entry.identity)) this.idCount -= 1;
+    if (state.deleteId(entry.identity)) this.idCount -= 1;
   }
 
   private state(database: string, collection: string): NamespaceState {
