@@ -168,6 +168,79 @@ describe('MongoJobStore: the catalog as versioned records', () => {
     expect(reread?.job.namespaces.map((n) => n.key)).toEqual([ns(1).key, ns(2).key]);
   });
 
+  it('a crash at any write of a catalog switch resumes from the last complete catalog', async () => {
+    // 2,500 namespaces, then a save that changes 1,200, removes 300 and adds 600: three record
+    // writes of up to 1,000, the job document's switch, then the replaced records' removal.
+    // The store's process "dies" at its k-th write command (that write and every later one
+    // fail), for every k: a fresh store must load the old catalog exactly when the switch had
+    // not happened, the new one exactly when it had, and carry on from there.
+    const first = Array.from({ length: 2_500 }, (_, i) => ns(i));
+    const second = [
+      ...first.slice(0, 1_200).map((n) => ({ ...n, copy: 'done' as const })),
+      ...first.slice(1_200, 2_200),
+      ...Array.from({ length: 600 }, (_, i) => ns(5_000 + i)),
+    ];
+    const keys = (list: NamespaceRecord[]) => list.map((n) => `${n.key}:${n.copy}`);
+    const crashing = await new MongoClient(cluster.uri, {
+      appName: 'crashing-store',
+      monitorCommands: true,
+    }).connect();
+    const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
+    const writes: string[] = [];
+    crashing.on('commandStarted', (e) => {
+      if (WRITES.has(e.commandName)) writes.push(`${e.commandName} ${e.command[e.commandName]}`);
+    });
+    const failFrom = (k: number | 'off') =>
+      client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        // {skip: k}: the first k matching commands run, every later one fails
+        mode: k === 'off' ? 'off' : k === 0 ? 'alwaysOn' : { skip: k },
+        data: { failCommands: [...WRITES], errorCode: 2, appName: 'crashing-store' },
+      });
+    try {
+      // The switch's writes, in order, from one save that nothing interrupts.
+      await new MongoJobStore(crashing, 'w').saveJob(job(first, 'first'));
+      writes.length = 0;
+      const clean = new MongoJobStore(crashing, 'w');
+      await clean.load();
+      writes.length = 0;
+      await clean.saveJob(job(second, 'second'));
+      const sequence = [...writes];
+      const switchAt = sequence.indexOf('update jobs');
+      expect(sequence.slice(0, switchAt)).toEqual(Array(3).fill('update catalog'));
+      expect(sequence.slice(switchAt + 1)).toEqual(Array(2).fill('delete catalog'));
+
+      for (let k = 0; k < sequence.length; k++) {
+        await client.db(INTERNAL_DATABASE).dropDatabase();
+        const store = new MongoJobStore(crashing, 'w');
+        await store.saveJob(job(first, 'first'));
+        await failFrom(k);
+        // A failed removal after the switch is not an error of the save (its records are
+        // garbage the next load deletes): only writes up to the switch make it throw.
+        await store.saveJob(job(second, 'second')).then(
+          () => expect(k).toBeGreaterThan(switchAt),
+          () => expect(k).toBeLessThanOrEqual(switchAt),
+        );
+        await failFrom('off');
+
+        const successor = new MongoJobStore(client, 'w');
+        const loaded = await successor.load();
+        const note = (loaded?.job as unknown as { note: string }).note;
+        expect([k, note]).toEqual([k, k <= switchAt ? 'first' : 'second']);
+        expect(keys(loaded!.job.namespaces)).toEqual(keys(k <= switchAt ? first : second));
+
+        // It carries on: the next save and a fresh load agree exactly.
+        const third = [...loaded!.job.namespaces.slice(100), ns(9_000)];
+        await successor.saveJob(job(third, 'third'));
+        const reloaded = await new MongoJobStore(client, 'w').load();
+        expect(keys(reloaded!.job.namespaces)).toEqual(keys(third));
+      }
+    } finally {
+      await failFrom('off').catch(() => undefined);
+      await crashing.close();
+    }
+  }, 120_000);
+
   it('deleteJob removes the catalog; a new job under the same id starts clean', async () => {
     const store = new MongoJobStore(client, 'w');
     await store.saveJob(job([ns(1), ns(2)]));
