@@ -363,9 +363,9 @@ export class MongoSourceCluster implements SourceCluster {
     collection: string,
     ids: unknown[],
     options: { uuid?: string; signal?: AbortSignal } = {},
-  ): Promise<Document[]> {
+  ): Promise<Uint8Array[]> {
     if (ids.length === 0) return [];
-    const documents: Document[] = [];
+    const documents: Uint8Array[] = [];
     for await (const served of this.rawBatches(database, collection, {
       range: {},
       batchSize: Math.max(1, ids.length),
@@ -373,7 +373,7 @@ export class MongoSourceCluster implements SourceCluster {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
     })) {
-      for (const buffer of served) documents.push(BSON.deserialize(buffer, EXACT_BSON));
+      documents.push(...served);
     }
     return documents;
   }

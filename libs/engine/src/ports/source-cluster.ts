@@ -180,16 +180,17 @@ export interface SourceCluster {
     options?: { signal?: AbortSignal },
   ): Promise<RangeDigest[]>;
   /**
-   * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, decoded as
-   * `read` decodes them: what the verifier re-checks of a document change application wrote.
-   * Optional: without it the verifier digests the document's whole range instead.
+   * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, as raw
+   * BSON — the exact bytes the server holds, compared byte for byte, never decoded: what the
+   * verifier re-checks of a document change application wrote. Optional: without it the
+   * verifier digests the document's whole range instead.
    */
   readByIds?(
     database: string,
     collection: string,
     ids: unknown[],
     options?: { uuid?: string; signal?: AbortSignal },
-  ): Promise<Document[]>;
+  ): Promise<Uint8Array[]>;
   /**
    * Sharded collections of a sharded source (`config.collections`), by `db.coll`: their shard
    * key and unique flag. Empty for a replica set.

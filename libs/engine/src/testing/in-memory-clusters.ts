@@ -180,11 +180,11 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     collection: string,
     ids: unknown[],
     options: { uuid?: string; signal?: AbortSignal } = {},
-  ): Promise<Document[]> {
+  ): Promise<Uint8Array[]> {
     const docs = this.rangeDocuments(database, collection, { range: {}, ...options });
     const found = docs.filter((d) => ids.some((id) => compareIds(d._id, id) === 0));
     this.documentsReadById += found.length;
-    return found;
+    return found.map((d) => BSON.serialize(d));
   }
   /** Digests are counted apart from `reads` (which tests use to see what the copy read). */
   digests = 0;

@@ -1,6 +1,7 @@
 import type { Document } from 'bson';
 import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
+import { pickTopLevelFields } from '../copy/pick-fields';
 import { bytesEqual, diffDocuments, idText } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
@@ -223,7 +224,8 @@ export async function checkDocuments(
       options.signal,
     ),
   ]);
-  const byId = (docs: Document[]) => new Map(docs.map((doc) => [idKey(doc._id), doc]));
+  const byId = (docs: Uint8Array[]) =>
+    new Map(docs.map((raw) => [idKey(pickTopLevelFields(raw, ID_FIELD)._id), raw]));
   const sourceDocs = byId(s);
   const destinationDocs = byId(d);
   const problems: string[] = [];
@@ -234,13 +236,20 @@ export async function checkDocuments(
     const b = destinationDocs.get(key);
     if (!a && !b) return true;
     const problem = !b ? 'missing on destination' : !a ? 'only on destination' : 'differs';
-    if (a && b && bytesEqual(a, b)) return true;
+    if (a && b && rawEqual(a, b)) return true;
     const text = idText(id);
     differing.push(text);
     problems.push(`document _id ${text} ${problem}`);
     return false;
   });
   return { equal, read: s.length, problems, ids: differing };
+}
+
+const ID_FIELD = ['_id'] as const;
+
+/** The same BSON bytes. */
+function rawEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
 
 /** One `_id` as MongoDB's `_id` index keys it (numbers of any type by value). */

@@ -1,4 +1,4 @@
-import { BSON, type Document } from 'bson';
+import { BSON } from 'bson';
 import type { CopyShare } from '../shards/topology';
 import { EXACT, pickTopLevelFields } from '../copy/pick-fields';
 import type {
@@ -83,9 +83,12 @@ export class SharedView implements VerifiableCluster {
     collection: string,
     ids: unknown[],
     options?: { uuid?: string; signal?: AbortSignal },
-  ): Promise<Document[]> {
+  ): Promise<Uint8Array[]> {
     if (!this.inner.readByIds) throw new Error('this cluster cannot read documents by _id');
     const found = await this.inner.readByIds(database, collection, ids, options);
-    return found.filter((doc) => this.share.keep(doc));
+    const fields = this.share.keepFields;
+    return found.filter((raw) =>
+      this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
+    );
   }
 }
