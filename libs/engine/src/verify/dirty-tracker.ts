@@ -51,10 +51,10 @@ export interface RangeState extends Mark {
   ready: boolean;
 }
 
-/** What the tracker keeps of one namespace (by current name, as writes report it). */
 /** The ids of a namespace that has none (never written to). */
 const NO_IDS: ReadonlyMap<string, DirtyId> = new Map();
 
+/** What the tracker keeps of one namespace (by current name, as writes report it). */
 export class NamespaceState {
   /**
    * Written `_id`s not yet found equal, by identity. Created on the first and dropped once empty:

@@ -30,7 +30,12 @@ export interface DiffOptions {
 
 /** Two documents are equal when their BSON bytes are: field order and types included. */
 export function bytesEqual(a: Document, b: Document): boolean {
-  return Buffer.from(BSON.serialize(a)).equals(Buffer.from(BSON.serialize(b)));
+  return rawEqual(BSON.serialize(a), BSON.serialize(b));
+}
+
+/** The same BSON bytes (documents as the server sent them). */
+export function rawEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
 
 export function idText(id: unknown): string {

@@ -2,7 +2,7 @@ import type { Document } from 'bson';
 import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
 import { pickTopLevelFields } from '../copy/pick-fields';
-import { bytesEqual, diffDocuments, idText } from './document-diff';
+import { bytesEqual, diffDocuments, idText, rawEqual } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { CopyShare } from '../shards/topology';
@@ -246,11 +246,6 @@ export async function checkDocuments(
 }
 
 const ID_FIELD = ['_id'] as const;
-
-/** The same BSON bytes. */
-function rawEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
-}
 
 /** One `_id` as MongoDB's `_id` index keys it (numbers of any type by value). */
 function idKey(id: unknown): string {
