@@ -38,7 +38,7 @@ import {
 } from './sharded';
 import { summariseProfiles } from './profile-summary';
 import { physicalLimits, type PhysicalLimits } from './limits';
-import { cpuMark, cpuMicrosPer, describeCpu, type CpuMark, type CpuParts } from './cpu-budget';
+import { cpuSince, describeCpu, type CpuMark, type CpuParts } from './cpu-budget';
 import { CUTOVER_TARGETS, runCutoverPhase, type CutoverResult } from './cutover';
 import { measureNamespaces, renderNamespaces, type NamespacesResult } from './namespaces';
 import {
@@ -638,24 +638,16 @@ async function limitPhase(
   const total = options.quick ? 10_000 : Math.min(100_000, Math.max(10_000, spec.documents / 2));
   const batches = planMix(spec, total, MIX_BATCH_OPS, 1);
   log(`(g) destination: the change mix (${total} ops) applied directly as unordered bulk writes…`);
-  let cpuBefore = cpuMark({ destination: parts.destination });
+  const applyCpu = cpuSince({ destination: parts.destination });
   const directApply = await applyMix(destination, SCRATCH, batches, concurrency);
-  const directApplyCpu = cpuMicrosPer(
-    cpuBefore,
-    cpuMark({ destination: parts.destination }),
-    directApply.ops,
-  );
+  const directApplyCpu = applyCpu(directApply.ops);
   await destination.db(SCRATCH).dropDatabase();
   log(`  ${Math.round(directApply.opsPerSec)} ops/s`);
   log('(h) source: a change stream reading the same mix…');
-  cpuBefore = cpuMark({ source: parts.source });
+  const readCpu = cpuSince({ source: parts.source });
   const streamRead = await measureStreamRead(source, DATABASE, batches, concurrency, 120_000);
   // the source both takes the mix's writes and serves the stream here, as during a sync
-  const streamReadCpu = cpuMicrosPer(
-    cpuBefore,
-    cpuMark({ source: parts.source }),
-    streamRead.events,
-  );
+  const streamReadCpu = readCpu(streamRead.events);
   await removeLoadDocuments(source, spec);
   log(
     `  ${Math.round(streamRead.eventsPerSec)} events/s (${streamRead.events} events; the source wrote the mix at ${Math.round(streamRead.sourceWrite.opsPerSec)} ops/s)`,

@@ -4,7 +4,7 @@ import { Long, type MongoClient } from 'mongodb';
 import { LOAD_ID_BASE, MixPlanner } from './change-mix';
 import type { WriterDone, WriterInit, WriterIssue } from './load-writer';
 import { collectionName, type DatasetSpec } from './dataset';
-import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
+import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 import { sleep } from './processes';
 import { progress } from './worker-copy';
 
@@ -177,7 +177,7 @@ async function runStep(
   const before = { ...load.counts };
   const parts: CpuParts = { ...options.cpuParts };
   load.processes.forEach((child, k) => (parts[`writer${k + 1}`] = child));
-  const cpuBefore = cpuMark(parts);
+  const cpu = cpuSince(parts);
   const firstProbe = probe.nextSeq;
   let workerLagMax: number | null = null;
   const watchWorker = async (): Promise<void> => {
@@ -215,13 +215,13 @@ async function runStep(
   probe.stop();
   const lastProbe = probe.nextSeq - 1;
   const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
-  const cpuAfter = cpuMark(parts);
-  const lags = probe.lagsOf(firstProbe, lastProbe);
   const done = {
     inserts: load.counts.inserts - before.inserts,
     updates: load.counts.updates - before.updates,
     deletes: load.counts.deletes - before.deletes,
   };
+  const cpuMicrosPerOp = cpu(done.inserts + done.updates + done.deletes);
+  const lags = probe.lagsOf(firstProbe, lastProbe);
   const achieved = (done.inserts + done.updates + done.deletes) / elapsed;
   const p99 = drained ? quantile(lags, 0.99) : null;
   return {
@@ -236,7 +236,7 @@ async function runStep(
     drained,
     loadLimited: achieved < 0.9 * target,
     held: drained && p99 !== null && p99 <= options.lagLimitSeconds,
-    cpuMicrosPerOp: cpuMicrosPer(cpuBefore, cpuAfter, done.inserts + done.updates + done.deletes),
+    cpuMicrosPerOp,
   };
 }
 

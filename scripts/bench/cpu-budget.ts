@@ -29,7 +29,7 @@ export type CpuParts = Record<string, ChildProcess>;
 /** CPU seconds of every part (and of this process, as `bench`) at one instant. */
 export type CpuMark = Record<string, number>;
 
-export function cpuMark(parts: CpuParts): CpuMark {
+function cpuMark(parts: CpuParts): CpuMark {
   const mark: CpuMark = {};
   for (const [name, child] of Object.entries(parts)) mark[name] = cpuSecondsOf(child);
   const self = process.cpuUsage();
@@ -38,13 +38,22 @@ export function cpuMark(parts: CpuParts): CpuMark {
 }
 
 /** Microseconds of CPU per unit (document, change) each part spent between two marks. */
-export function cpuMicrosPer(before: CpuMark, after: CpuMark, units: number): CpuMark {
+function cpuMicrosPer(before: CpuMark, after: CpuMark, units: number): CpuMark {
   const per: CpuMark = {};
   for (const name of Object.keys(after)) {
     const seconds = Math.max(0, after[name]! - (before[name] ?? 0));
     per[name] = units > 0 ? Math.round((seconds * 1e6) / units) : 0;
   }
   return per;
+}
+
+/**
+ * Marks every part's CPU now; the function returned gives each part's CPU per unit spent since
+ * (a part added to `parts` afterwards counts from 0: it did not exist at the mark).
+ */
+export function cpuSince(parts: CpuParts): (units: number) => CpuMark {
+  const before = cpuMark(parts);
+  return (units) => cpuMicrosPer(before, cpuMark(parts), units);
 }
 
 /**

@@ -14,7 +14,7 @@
  * A ratio's target above its bare ceiling cannot be met on this machine by any tool.
  */
 import type { ChangeResult, StepResult } from './change-load';
-import { rateCeiling, type CpuMark } from './cpu-budget';
+import { describeCpu, rateCeiling, type CpuMark } from './cpu-budget';
 import type { ScanResult, WriteResult } from './raw-rates';
 
 export interface CopyLimits {
@@ -36,12 +36,15 @@ export interface CopyLimits {
   peerCopyRatioCeiling: number | null;
 }
 
+/** A change step's rate and CPU per change, as the limits report it. */
+type StepFigures = Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'>;
+
 export interface ChangeLimits {
   /** The worker's highest held step, and the first step above it that did not hold. */
-  held: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
-  notHeld: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
+  held: StepFigures | null;
+  notHeld: StepFigures | null;
   /** The peer's highest held step (its own CPU as `peer`, its state store's as `redis`). */
-  peerHeld: Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null;
+  peerHeld: StepFigures | null;
   /**
    * The source taking the load and serving one stream (h), the destination applying it (g), the
    * load writer as in the held step; the tool free: ops/s, ÷ min(g, h), ÷ the peer's figure.
@@ -84,9 +87,7 @@ function heldAndNext(result: ChangeResult | { skipped: string } | undefined): {
   return { held, notHeld };
 }
 
-const stepFigures = (
-  s: StepResult | null,
-): Pick<StepResult, 'targetOpsPerSec' | 'achievedOpsPerSec' | 'cpuMicrosPerOp'> | null =>
+const stepFigures = (s: StepResult | null): StepFigures | null =>
   s === null
     ? null
     : {
@@ -185,10 +186,6 @@ export function physicalLimits(input: {
 /** The limits as readable lines for the bench's table. */
 export function renderLimits(l: PhysicalLimits): string[] {
   const n = (v: number | null): string => (v === null ? '-' : String(v));
-  const cpu = (m: CpuMark): string =>
-    Object.entries(m)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
   // A ceiling below what was achieved means the short raw measurements it rests on were noisy.
   const noisy = (ceiling: number | null, achieved: number | undefined): string =>
     ceiling !== null && achieved !== undefined && achieved > ceiling
@@ -196,7 +193,7 @@ export function renderLimits(l: PhysicalLimits): string[] {
       : '';
   const lines = [
     `Where this machine's ${l.cores} cores cap the ratios (CPU µs per document/change, measured in this run):`,
-    `  copy (c): ${cpu(l.copy.cpuMicrosPerDoc)}; raw scan (a): ${cpu(l.copy.rawScanCpuMicrosPerDoc)}; raw write (b): ${cpu(l.copy.rawWriteCpuMicrosPerDoc)}`,
+    `  copy (c): ${describeCpu(l.copy.cpuMicrosPerDoc)}; raw scan (a): ${describeCpu(l.copy.rawScanCpuMicrosPerDoc)}; raw write (b): ${describeCpu(l.copy.rawWriteCpuMicrosPerDoc)}`,
     `  copy ceiling, tool free (a's source + b's destination): ${n(l.copy.bareDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.bareCopyRatio)}, peerCopyRatio ≤ ${n(l.copy.peerCopyRatioCeiling)}${noisy(l.copy.bareDocsPerSec, l.copy.docsPerSec)}`,
     `  copy ceiling, the worker's own CPU on the emulators' raw cost: ${n(l.copy.workerBareEmulatorsDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.workerBareEmulatorsCopyRatio)}${noisy(l.copy.workerBareEmulatorsDocsPerSec, l.copy.docsPerSec)}`,
     `  copy ceiling, every process as measured in (c): ${n(l.copy.asRunDocsPerSec)} docs/s`,
@@ -205,15 +202,15 @@ export function renderLimits(l: PhysicalLimits): string[] {
   if (c) {
     if (c.held)
       lines.push(
-        `  change, highest held step (${c.held.achievedOpsPerSec} ops/s): ${cpu(c.held.cpuMicrosPerOp)}`,
+        `  change, highest held step (${c.held.achievedOpsPerSec} ops/s): ${describeCpu(c.held.cpuMicrosPerOp)}`,
       );
     if (c.notHeld)
       lines.push(
-        `  change, first step not held (${c.notHeld.achievedOpsPerSec} ops/s): ${cpu(c.notHeld.cpuMicrosPerOp)}`,
+        `  change, first step not held (${c.notHeld.achievedOpsPerSec} ops/s): ${describeCpu(c.notHeld.cpuMicrosPerOp)}`,
       );
     if (c.peerHeld)
       lines.push(
-        `  peer, highest held step (${c.peerHeld.achievedOpsPerSec} ops/s): ${cpu(c.peerHeld.cpuMicrosPerOp)}`,
+        `  peer, highest held step (${c.peerHeld.achievedOpsPerSec} ops/s): ${describeCpu(c.peerHeld.cpuMicrosPerOp)}`,
       );
     lines.push(
       `  change ceiling, tool free (h's source + g's destination + the load): ${n(c.bareOpsPerSec)} ops/s → changeRatio ≤ ${n(c.bareChangeRatio)}, peerChangeRatio ≤ ${n(c.barePeerChangeRatio)}${noisy(c.bareOpsPerSec, c.held?.achievedOpsPerSec)}`,

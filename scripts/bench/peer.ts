@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { MongoClient } from 'mongodb';
 import { freePort, startNodeProcess, startProcess } from '../lib/processes';
-import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
+import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 import { measureChangeApplication, PROBE_DB, type ChangeResult } from './change-load';
 import { collectionName, type DatasetSpec } from './dataset';
 import { nodeFlags, RssSampler, sleep, track } from './processes';
@@ -56,7 +56,7 @@ export async function runPeer(
   ];
   try {
     const accounted: CpuParts = { ...options.change.cpuParts, redis: redis.child };
-    const copyCpuBefore = cpuMark(accounted);
+    const copyCpu = cpuSince(accounted);
     const peer = track(
       await startNodeProcess<{ started: number }>([
         ...nodeFlags(options.profileDir, 'peer-mongochangestream'),
@@ -93,8 +93,8 @@ export async function runPeer(
     const copy = {
       ...rate(dataset.documents, dataset.bytes, scanned.seconds),
       peakRssMB: sampler.stop(),
-      // the peer's own CPU counts from its start (its mark before it existed is 0)
-      cpuMicrosPerDoc: cpuMicrosPer(copyCpuBefore, cpuMark(accounted), dataset.documents),
+      // the peer's own CPU counts from its start (added to `accounted` after the mark)
+      cpuMicrosPerDoc: copyCpu(dataset.documents),
     };
     options.log(
       `  peer copy: ${Math.round(copy.docsPerSec)} docs/s in ${copy.seconds.toFixed(1)} s (${scanned.documents} documents scanned), peak RSS ${copy.peakRssMB.toFixed(0)} MB`,

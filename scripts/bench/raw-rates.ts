@@ -1,6 +1,6 @@
 import type { MongoClient } from 'mongodb';
 import { batchesOf, collectionName, insertRange, secondsSince, type DatasetSpec } from './dataset';
-import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
+import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 
 export interface Rate {
   documents: number;
@@ -48,7 +48,7 @@ export async function measureScan(
     let documents = 0;
     let bytes = 0;
     const started = process.hrtime.bigint();
-    const cpuBefore = cpuMark(parts);
+    const cpu = cpuSince(parts);
     const lane = async (): Promise<void> => {
       while (next < spec.collections) {
         const name = collectionName(next++);
@@ -64,7 +64,7 @@ export async function measureScan(
       ...rate(documents, bytes, secondsSince(started)),
       concurrency,
       attempts,
-      cpuMicrosPerDoc: cpuMicrosPer(cpuBefore, cpuMark(parts), documents),
+      cpuMicrosPerDoc: cpu(documents),
     };
     attempts.push({ concurrency, docsPerSec: Math.round(result.docsPerSec) });
     if (!best || result.docsPerSec > best.docsPerSec) best = result;
@@ -122,9 +122,9 @@ export async function measureWrite(
   }
   await client.db(scratchDatabase).dropDatabase();
   const generationSeconds = timeGeneration(spec);
-  const cpuBefore = cpuMark(parts);
+  const cpu = cpuSince(parts);
   const r = await insertRange(client, scratchDatabase, spec, 0, spec.documents, best);
-  const cpuMicrosPerDoc = cpuMicrosPer(cpuBefore, cpuMark(parts), r.documents);
+  const cpuMicrosPerDoc = cpu(r.documents);
   const generationMicros = r.documents > 0 ? (generationSeconds * 1e6) / r.documents : 0;
   cpuMicrosPerDoc.bench = Math.max(0, Math.round(cpuMicrosPerDoc.bench! - generationMicros));
   if (!keepScratch) await client.db(scratchDatabase).dropDatabase();

@@ -1,4 +1,4 @@
-import { cpuMark, cpuMicrosPer, type CpuMark, type CpuParts } from './cpu-budget';
+import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 import { rate, type Rate } from './raw-rates';
 import { RssSampler, sleep, startWorker, type WorkerProcess } from './processes';
 
@@ -69,8 +69,7 @@ export async function runWorkerCopy(
 ): Promise<CopyRun> {
   const worker = await startWorker(sourceUri, destinationUri, options.profileDir, options.tag);
   const sampler = new RssSampler(worker.started.child);
-  const parts: CpuParts = { ...options.cpuParts, worker: worker.started.child };
-  const cpuBefore = cpuMark(parts);
+  const cpu = cpuSince({ ...options.cpuParts, worker: worker.started.child });
   const startedAt = Date.now();
   await post(worker.api, 'start', {
     source: 'cluster0',
@@ -101,7 +100,7 @@ export async function runWorkerCopy(
     }
     if (endedAt === null) await sleep(50);
   }
-  const cpuMicrosPerDoc = cpuMicrosPer(cpuBefore, cpuMark(parts), dataset.documents);
+  const cpuMicrosPerDoc = cpu(dataset.documents);
   const peakRssMB = sampler.stop();
   const seconds = Math.max(1e-3, (endedAt - startedAt) / 1000);
   return {
