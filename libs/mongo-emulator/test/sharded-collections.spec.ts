@@ -314,6 +314,30 @@ suite('sharded topology: sharded collections', () => {
       ]);
     });
 
+    it('dbStats through mongos sums every shard, so a sharded collection counts whole', async () => {
+      // rdb.r has chunks on two shards (previous test); rdb.u is an unsharded collection.
+      await client
+        .db('rdb')
+        .collection<{ _id: number }>('u')
+        .insertMany([{ _id: 1 }, { _id: 2 }]);
+      const routed = await client.db('rdb').command({ dbStats: 1 });
+      const perShard = await Promise.all(direct.map((d) => d.db('rdb').command({ dbStats: 1 })));
+      for (const field of ['collections', 'objects', 'dataSize', 'indexes', 'totalSize'])
+        expect(routed[field]).toBe(perShard.reduce((sum, r) => sum + (r[field] as number), 0));
+      expect(routed.objects).toBe(
+        (await client.db('rdb').collection('r').countDocuments()) +
+          (await client.db('rdb').collection('u').countDocuments()),
+      );
+      expect(Object.keys(routed.raw)).toHaveLength(3);
+      expect(routed.avgObjSize).toBeCloseTo(routed.dataSize / routed.objects);
+      // scale applies on each shard before the sums, as mongos does.
+      const scaled = await client.db('rdb').command({ dbStats: 1, scale: 1024 });
+      expect(scaled.scaleFactor).toBe(1024);
+      expect(scaled.dataSize).toBe(
+        perShard.reduce((sum, r) => sum + Math.trunc((r.dataSize as number) / 1024), 0),
+      );
+    });
+
     it('an update that changes the shard key moves the document only as a retryable write', async () => {
       const dbEntry = await client
         .db('config')

@@ -103,6 +103,11 @@ export class MongoSourceCluster implements SourceCluster {
     return { bytes: toNumber(reply.size), count: toNumber(reply.count) };
   }
 
+  async databaseStats(database: string): Promise<{ bytes: number; count: number }> {
+    const reply = await this.client.db(database).command({ dbStats: 1, scale: 1 });
+    return { bytes: toNumber(reply.dataSize), count: toNumber(reply.objects) };
+  }
+
   /** `$sample` then a server-side `$sort` on `_id`: MongoDB orders mixed-type ids for us. */
   async sampleKeys(
     database: string,

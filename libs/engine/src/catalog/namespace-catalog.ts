@@ -31,13 +31,15 @@ export function keyOf(database: string, info: CollectionInfo): string {
 /**
  * The one builder of namespace records (planning, and collections that enter the sync later):
  * reads indexes and size estimates of a listed collection. `listedAt` must be a source time
- * read BEFORE `info` was listed.
+ * read BEFORE `info` was listed. `estimate`, when the caller already knows the collection's size
+ * well enough (a small database's totals), saves the `collStats` round trip.
  */
 export async function describeNamespace(
   source: SourceCluster,
   database: string,
   info: CollectionInfo,
   listedAt: Timestamp,
+  estimate?: { bytes: number; count: number },
 ): Promise<NamespaceRecord> {
   const base = {
     key: keyOf(database, info),
@@ -60,7 +62,7 @@ export async function describeNamespace(
   }
   const [indexes, stats] = await Promise.all([
     source.listIndexes(database, info.name),
-    source.collectionStats(database, info.name),
+    estimate ?? source.collectionStats(database, info.name),
   ]);
   return {
     ...base,

@@ -138,6 +138,7 @@ export class SyncJob implements SyncEngine {
         now: new Date(this.clock.now()),
         checkTopology: this.options.checkTopology,
         maxNamespaces: this.options.maxNamespaces,
+        partitionTargetBytes: this.options.partitioning?.targetBytes,
       });
       this.adopt({ job: started.job, partitions: [] }, started.hosts);
       this.current = 'RUNNING';

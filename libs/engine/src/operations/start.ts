@@ -17,6 +17,7 @@ import type { CoordinationRecord, CoordinationStore } from '../ports/coordinatio
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, ShardAssignment } from '../ports/job-store';
 import { planSync } from '../plan/planner';
+import { DEFAULT_PARTITIONING } from '../copy/partition-planner';
 import { planSharding } from '../prepare/sharding-plan';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
 
@@ -115,6 +116,8 @@ export async function startJob(
     claim?: (coordination: CoordinationStore) => Promise<void>;
     /** The most namespaces this worker's memory holds (SyncJobOptions.maxNamespaces). */
     maxNamespaces?: { limit: number; why: string };
+    /** The copy's partition target (SyncJobOptions.partitioning), for planning estimates. */
+    partitionTargetBytes?: number;
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -184,7 +187,9 @@ export async function startJob(
     } else if (balancers) {
       await destination.setBalancer(false);
     }
-    const plan = await planSync(source, filter, logger);
+    const plan = await planSync(source, filter, logger, {
+      partitionTargetBytes: deps.partitionTargetBytes ?? DEFAULT_PARTITIONING.targetBytes,
+    });
     const cap = deps.maxNamespaces;
     if (cap && plan.namespaces.length > cap.limit) {
       throw new ApiError(

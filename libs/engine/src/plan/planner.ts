@@ -5,6 +5,8 @@ import type { NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import { describeNamespace } from '../catalog/namespace-catalog';
 import { runPool } from '../verify/verify-pass';
+import { SMALL_NAMESPACE_BYTES } from '../verify/verification';
+import { DEFAULT_PARTITIONING } from '../copy/partition-planner';
 
 export interface SyncPlan {
   t0: Timestamp;
@@ -26,11 +28,45 @@ export interface SyncPlan {
 /** Collections described at once while planning. */
 const DESCRIBE_CONCURRENCY = 8;
 
+/**
+ * A database whose whole data is under both the verifier's small-collection size and the
+ * partition target holds only collections under them, so none of them needs its own size read
+ * (`collStats`) to be planned: each is one partition and one small verification range.
+ * Multi-tenant sources of many small collections are planned with one `listIndexes` per
+ * collection, not two round trips.
+ */
+export function smallDatabaseBytes(partitionTargetBytes: number): number {
+  return Math.min(SMALL_NAMESPACE_BYTES, partitionTargetBytes);
+}
+
+/**
+ * Each selected collection's size estimate from its database's totals when the database is
+ * small (an even share: an estimate, as `collStats` is); null when each must be read.
+ */
+async function smallDatabaseShare(
+  source: SourceCluster,
+  database: string,
+  collections: number,
+  below: number,
+): Promise<{ bytes: number; count: number } | null> {
+  if (collections < 2) return null; // nothing to save
+  const totals = await source.databaseStats(database);
+  if (!(totals.bytes < below)) return null;
+  return {
+    bytes: Math.ceil(totals.bytes / collections),
+    count: Math.ceil(totals.count / collections),
+  };
+}
+
 export async function planSync(
   source: SourceCluster,
   filter: NamespaceFilter,
   logger: EngineLogger,
+  options: { partitionTargetBytes: number } = {
+    partitionTargetBytes: DEFAULT_PARTITIONING.targetBytes,
+  },
 ): Promise<SyncPlan> {
+  const small = smallDatabaseBytes(options.partitionTargetBytes);
   const t0 = await source.clusterTime();
   const namespaces: NamespaceRecord[] = [];
   const databases = (await source.listDatabaseNames())
@@ -50,12 +86,24 @@ export async function planSync(
         });
         return false;
       });
-    // Described several at a time (two reads each: with many small collections the round
-    // trips are the cost), kept in name order.
+    // Described several at a time (with many small collections the round trips are the
+    // cost), kept in name order.
     const described: NamespaceRecord[] = [];
+    const share = await smallDatabaseShare(
+      source,
+      database,
+      selected.filter((info) => info.type !== 'view').length,
+      small,
+    );
     await runPool(
       selected.map((info, i) => async () => {
-        described[i] = await describeNamespace(source, database, info, listedAt);
+        described[i] = await describeNamespace(
+          source,
+          database,
+          info,
+          listedAt,
+          share ?? undefined,
+        );
       }),
       DESCRIBE_CONCURRENCY,
     );

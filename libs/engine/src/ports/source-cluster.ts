@@ -138,6 +138,11 @@ export interface SourceCluster {
   /** `collStats`-style figures: uncompressed data size in bytes and document count. */
   collectionStats(database: string, collection: string): Promise<{ bytes: number; count: number }>;
   /**
+   * `dbStats`-style figures for a whole database (every shard's, through mongos): uncompressed
+   * data size in bytes and document count. One round trip however many collections it holds.
+   */
+  databaseStats(database: string): Promise<{ bytes: number; count: number }>;
+  /**
    * Up to `size` random `_id`s of the collection, sorted by the SERVER in `_id` index order
    * (MongoDB's cross-type comparison order, which the engine does not reimplement).
    */

@@ -67,6 +67,13 @@ function unwrap(v: unknown): unknown {
   return v;
 }
 
+function sizeOf(documents: Document[]): { bytes: number; count: number } {
+  return {
+    bytes: documents.reduce((s, d) => s + BSON.calculateObjectSize(d), 0),
+    count: documents.length,
+  };
+}
+
 export class FakeCluster implements SourceCluster, DestinationCluster {
   readonly databases = new Map<string, Map<string, FakeCollection>>();
   time = new Timestamp({ t: 100, i: 1 });
@@ -146,8 +153,10 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     database: string,
     collection: string,
   ): Promise<{ bytes: number; count: number }> {
-    const docs = this.collection(database, collection, false)?.documents ?? [];
-    return { bytes: docs.reduce((s, d) => s + BSON.calculateObjectSize(d), 0), count: docs.length };
+    return sizeOf(this.collection(database, collection, false)?.documents ?? []);
+  }
+  async databaseStats(database: string): Promise<{ bytes: number; count: number }> {
+    return sizeOf([...(this.databases.get(database)?.values() ?? [])].flatMap((c) => c.documents));
   }
   async sampleSortedIds(database: string, collection: string, size: number): Promise<unknown[]> {
     const docs = this.collection(database, collection, false)?.documents ?? [];

@@ -126,7 +126,7 @@ export interface VerificationOptions {
 const MAX_SAMPLES = 10;
 
 /** Below this a collection's ranges are light work for the live pass. */
-const SMALL_NAMESPACE_BYTES = 1024 * 1024;
+export const SMALL_NAMESPACE_BYTES = 1024 * 1024;
 /** Small whole collections digested in one read per side (`digestWhole`). */
 const DIGEST_BATCH = 50;
 

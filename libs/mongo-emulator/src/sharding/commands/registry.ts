@@ -8,6 +8,7 @@ import { listShardsCommand } from './list-shards';
 import { enableShardingCommand } from './enable-sharding';
 import { shardCollectionCommand } from './shard-collection';
 import { listDatabasesCommand } from './list-databases';
+import { dbStatsCommand } from './db-stats';
 import { getMoreCommand } from './get-more';
 import { killCursorsCommand } from './kill-cursors';
 import { dropDatabaseCommand } from './drop-database';
@@ -48,6 +49,7 @@ export function defaultRouterCommands(): RouterCommandRegistry {
     enableShardingCommand,
     shardCollectionCommand,
     listDatabasesCommand,
+    dbStatsCommand,
     getMoreCommand,
     killCursorsCommand,
     dropDatabaseCommand,

@@ -1,0 +1,75 @@
+import { NamespaceFilter } from '../namespaces/namespace-filter';
+import { silentLogger } from '../ports/engine-logger';
+import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
+import { DEFAULT_PARTITIONING } from '../copy/partition-planner';
+import { planSync, smallDatabaseBytes } from './planner';
+
+const SMALL_DATABASE_BYTES = smallDatabaseBytes(DEFAULT_PARTITIONING.targetBytes);
+
+describe('planSync: size estimates', () => {
+  const padding = (bytes: number) => 'x'.repeat(bytes);
+
+  it('reads a small database’s totals once instead of each collection’s collStats', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    for (let i = 0; i < 10; i++)
+      source.seed(
+        'tenants',
+        `t${i}`,
+        Array.from({ length: i + 1 }, (_, k) => ({ _id: k, pad: padding(100) })),
+      );
+    const collStats = jest.spyOn(source, 'collectionStats');
+    const dbStats = jest.spyOn(source, 'databaseStats');
+
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger);
+
+    expect(collStats).not.toHaveBeenCalled();
+    expect(dbStats).toHaveBeenCalledTimes(1);
+    const totals = await source.databaseStats('tenants');
+    expect(plan.namespaces).toHaveLength(10);
+    for (const ns of plan.namespaces) {
+      expect(ns.estimatedBytes).toBe(Math.ceil(totals.bytes / 10));
+      expect(ns.estimatedCount).toBe(Math.ceil(totals.count / 10));
+      expect(ns.indexes).toEqual([{ v: 2, key: { _id: 1 }, name: '_id_' }]);
+    }
+    expect(plan.estimatedTotalBytes).toBeGreaterThanOrEqual(totals.bytes);
+  });
+
+  it('reads each collection’s own figures in a database at or over the limit', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    const perDocument = 64 * 1024;
+    const documents = Math.ceil(SMALL_DATABASE_BYTES / perDocument) + 1;
+    source.seed(
+      'big',
+      'large',
+      Array.from({ length: documents }, (_, k) => ({ _id: k, pad: padding(perDocument) })),
+    );
+    source.seed('big', 'tiny', [{ _id: 1 }]);
+    const collStats = jest.spyOn(source, 'collectionStats');
+
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger);
+
+    expect(collStats).toHaveBeenCalledTimes(2);
+    const byName = new Map(plan.namespaces.map((ns) => [ns.collection, ns]));
+    expect(byName.get('large')!.estimatedCount).toBe(documents);
+    expect(byName.get('large')!.estimatedBytes).toBeGreaterThan(SMALL_DATABASE_BYTES);
+    expect(byName.get('tiny')!.estimatedCount).toBe(1);
+  });
+
+  it('a small partition target (a tuning option) makes a small database’s collections read each', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    source.seed('shop', 'a', [{ _id: 1, pad: padding(3000) }]);
+    source.seed('shop', 'b', [{ _id: 1 }]);
+    const collStats = jest.spyOn(source, 'collectionStats');
+    await planSync(source, new NamespaceFilter(), silentLogger, { partitionTargetBytes: 2000 });
+    expect(collStats).toHaveBeenCalledTimes(2);
+  });
+
+  it('a database of one collection costs no extra round trip', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    source.seed('solo', 'only', [{ _id: 1 }, { _id: 2 }]);
+    const dbStats = jest.spyOn(source, 'databaseStats');
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger);
+    expect(dbStats).not.toHaveBeenCalled();
+    expect(plan.namespaces[0].estimatedCount).toBe(2);
+  });
+});
