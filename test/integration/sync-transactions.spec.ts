@@ -86,6 +86,8 @@ interface Engine {
   sent: SentWrite[];
   /** Connections cut, no graceful stop, no final checkpoint: a SIGKILL as the clusters see it. */
   crash(): Promise<void>;
+  /** A graceful stop, then its clients closed (the directory is the test's, not the job's). */
+  close(): Promise<void>;
 }
 
 /** The destination writer, recording every write it is asked for. */
@@ -149,6 +151,10 @@ async function txnEngine(c: AuthClusters, tuning: Tuning = {}): Promise<Engine> 
     crash: async () => {
       await directory.close().catch(() => undefined);
       await job.close().catch(() => undefined);
+    },
+    close: async () => {
+      await job.close();
+      await directory.close();
     },
   };
 }
@@ -300,7 +306,7 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
   const engines: Engine[] = [];
 
   afterEach(async () => {
-    for (const e of engines.splice(0)) await e.job.close().catch(() => undefined);
+    for (const e of engines.splice(0)) await e.close().catch(() => undefined);
     await c.src.db('admin').command({ setUserWriteBlockMode: 1, global: false });
     await c.close();
   });
@@ -466,7 +472,7 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
         30_000,
         'a resume point inside the transaction',
       );
-      if (how === 'stop') await engine.job.close();
+      if (how === 'stop') await engine.close();
       else await engine.crash();
       engines.splice(engines.indexOf(engine), 1);
       const at = (await savedPosition(c))!;
