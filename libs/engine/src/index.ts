@@ -23,6 +23,7 @@ export * from './job/sync-runner';
 export * from './catalog/namespace-catalog';
 export * from './catalog/event-router';
 export * from './catalog/ddl-plan';
+export * from './catalog/shared-documents';
 export * from './copy/copy-runner';
 export * from './operations/commit';
 export * from './operations/start';

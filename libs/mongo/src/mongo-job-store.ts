@@ -1,6 +1,8 @@
 import {
   INTERNAL_DATABASE,
   partitionVisible,
+  sharedDocument,
+  sharedDocuments,
   type ClaimGuard,
   type JobRecord,
   type JobStore,
@@ -410,6 +412,9 @@ export function normaliseNamespaces(raw: Document[] | undefined): NamespaceRecor
     (n) =>
       ({
         ...n,
+        // Repeated across namespaces: one instance each (sharedDocument).
+        options: sharedDocument((n.options as Document | undefined) ?? {}),
+        indexes: sharedDocuments((n.indexes as Document[] | undefined) ?? []),
         estimatedBytes: toNumber(n.estimatedBytes),
         estimatedCount: toNumber(n.estimatedCount),
         ...(n.partitionSet !== undefined ? { partitionSet: toNumber(n.partitionSet) } : {}),

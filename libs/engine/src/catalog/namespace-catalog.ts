@@ -1,6 +1,7 @@
 import type { Document, Timestamp } from 'bson';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
+import { sharedDocument, sharedDocuments } from './shared-documents';
 
 /** A namespace: database plus collection. */
 export interface NamespaceName {
@@ -45,7 +46,7 @@ export async function describeNamespace(
     key: keyOf(database, info),
     database,
     collection: info.name,
-    options: info.options,
+    options: sharedDocument(info.options),
     relaxedIndexes: [],
     listedAt,
   };
@@ -67,7 +68,7 @@ export async function describeNamespace(
   return {
     ...base,
     type: 'collection',
-    indexes,
+    indexes: sharedDocuments(indexes),
     estimatedBytes: stats.bytes,
     estimatedCount: stats.count,
     capped: info.options.capped === true,
