@@ -7,7 +7,8 @@
  *   npm run bench -- --cpu-prof   also CPU-profile the worker and both emulators
  *   npm run bench -- --sharded    4-shard source: one worker via the routers vs 4 per-shard workers
  *   npm run bench -- --cutover    only the cutover runs (j)
- *   npm run bench -- --namespaces 100000   only (k): many small collections
+ *   npm run bench -- --namespaces 100000   only (k): many small collections (the full run
+ *                                          includes (k) at 2,000; --skip-namespaces leaves it out)
  *
  * Progress and a readable table go to stderr; the last line of stdout is one JSON object.
  */
@@ -125,6 +126,12 @@ export interface BenchResult {
   peakRssMB1x: number;
   /** (j) the cutover with an application writing every 20 ms, verification on. */
   cutover: CutoverResult | { skipped: string };
+  /**
+   * (k) a sync of many small collections (DEFAULT_NAMESPACES; `--namespaces N` runs it alone
+   * at any count): start → canCommit against the destination's own create rate, commit →
+   * COMMITTED, the worker's peak RSS.
+   */
+  namespaces: NamespacesResult | { skipped: string };
   /** First refused application write → first progress with canWrite: true, at 1× (s). */
   cutoverSeconds: number | null;
   /** The same at the scaling run's size ÷ at 1×. */
@@ -355,6 +362,10 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       ? { skipped: '--skip-cutover' }
       : await cutoverPhase(spec, options, profileDir);
 
+    const namespaces = options.skipNamespaces
+      ? { skipped: '--skip-namespaces' }
+      : await namespacesPhase(options.quick ? QUICK_NAMESPACES : DEFAULT_NAMESPACES, profileDir);
+
     const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
     const sustained = 'skipped' in change ? null : change.sustainedOpsPerSec;
     const time4 = 'skipped' in copy4 ? null : copy4.seconds;
@@ -395,6 +406,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       time4xSeconds: time4 === null ? null : round(time4),
       peakRssMB1x: round(peakRssMB1x),
       cutover,
+      namespaces,
       cutoverSeconds: 'skipped' in cutover ? null : cutover.cutoverSeconds,
       cutoverGrowth4x: 'skipped' in cutover ? null : cutover.cutoverGrowth4x,
       targets: { ...TARGETS, cutover: CUTOVER_TARGETS },
@@ -435,6 +447,25 @@ async function cutoverPhase(
     log(`  ${skipped}`);
     return { skipped };
   });
+}
+
+/** (k) in the full run, at a count that keeps it to a minute or so. */
+const DEFAULT_NAMESPACES = 2_000;
+const QUICK_NAMESPACES = 200;
+
+/** (k) on fresh clusters (see namespaces.ts); a failure is reported, not thrown. */
+async function namespacesPhase(
+  n: number,
+  profileDir: string | null,
+): Promise<NamespacesResult | { skipped: string }> {
+  log(`(k) ${n} small collections, synced and committed...`);
+  return measureNamespaces(n, { profileDir, timeoutMs: Math.max(600_000, n * 100), log }).catch(
+    (error: unknown) => {
+      const skipped = `namespaces failed: ${error instanceof Error ? error.message : String(error)}`;
+      log(`  ${skipped}`);
+      return { skipped };
+    },
+  );
 }
 
 /** `--cutover`: only (j). */

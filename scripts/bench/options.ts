@@ -28,6 +28,8 @@ export interface BenchOptions {
   skipCutover: boolean;
   /** Only (j), the cutover runs (1× without and with verification, 4× with). */
   cutoverOnly: boolean;
+  /** Skip (k) in the full run (it runs at 2,000 namespaces; quick 200). */
+  skipNamespaces: boolean;
   /** Only (k): a sync of this many small collections (null: not run). */
   namespaces: number | null;
   /** (k): SIGKILL the worker this many times during its copy (restarted each time). */
@@ -60,6 +62,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --skip-peer             skip (i), the peer (mongochangestream; needs redis-server on PATH)
   --skip-transactions     skip (d'), the same change load written in transactions
   --skip-cutover          skip (j), the cutover runs
+  --skip-namespaces       skip (k) in the full run (2,000 small collections; quick 200)
   --namespaces N          only (k): N small collections (2 documents each, every third indexed,
                           500 per database) synced and committed; start → canCommit, commit →
                           COMMITTED, peak RSS, and the destination's own create rate
@@ -101,6 +104,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     sharded: false,
     skipTransactions: false,
     skipCutover: false,
+    skipNamespaces: false,
     cutoverOnly: false,
     namespaces: null,
     kills: 0,
@@ -171,6 +175,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--skip-cutover':
         o.skipCutover = true;
+        break;
+      case '--skip-namespaces':
+        o.skipNamespaces = true;
         break;
       case '--cutover':
         o.cutoverOnly = true;

@@ -1,6 +1,7 @@
 import type { BenchResult } from './bench';
 import { renderLimits } from './limits';
 import type { CUTOVER_TARGETS, CutoverResult, CutoverRun } from './cutover';
+import { renderNamespaces } from './namespaces';
 
 /** The human-readable summary (stderr): raw figures, then the ratios against their targets. */
 export function renderTable(r: BenchResult): string[] {
@@ -168,6 +169,12 @@ export function renderTable(r: BenchResult): string[] {
     `worker RSS added (MB)     ${n(verify?.rssDeltaMB ?? null).padStart(8)}   ${verdict(verify?.rssDeltaMB ?? null, r.targets.verifyRssDeltaMB, true)}`,
   );
   lines.push('', ...renderCutover(r.cutover, r.targets.cutover));
+  lines.push(
+    '',
+    ...('skipped' in r.namespaces
+      ? [`(k) many namespaces: skipped: ${r.namespaces.skipped}`]
+      : renderNamespaces(r.namespaces)),
+  );
   lines.push('', ...renderLimits(r.limits));
   if (r.workerErrors.length) lines.push('', `worker errors: ${r.workerErrors.join('; ')}`);
   return lines;

@@ -90,6 +90,25 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         expect(limits.change.held.cpuMicrosPerOp.source).toBeGreaterThan(0);
       }
       expect(stderr).toContain("Where this machine's");
+      // (k) at the quick count: many small collections synced, committed and compared.
+      const namespaces = result.namespaces as {
+        namespaces: number;
+        rawCreatePerSec: number;
+        createRatio: number;
+        commitSeconds: number;
+        peakRssMB: number;
+        comparison: { documentsCompared: number; differences: number };
+      };
+      expect(namespaces.namespaces).toBe(200);
+      for (const figure of [
+        'rawCreatePerSec',
+        'createRatio',
+        'commitSeconds',
+        'peakRssMB',
+      ] as const)
+        expect(namespaces[figure]).toBeGreaterThan(0);
+      expect(namespaces.comparison).toEqual({ documentsCompared: 400, differences: 0 });
+      expect(stderr).toContain('(k) 200 namespaces');
     }, 300_000);
   },
 );
