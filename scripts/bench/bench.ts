@@ -52,8 +52,9 @@ import {
 import { copyFinished, post, progress, runWorkerCopy, type CopyRun } from './worker-copy';
 import { renderCutover, renderTable } from './report';
 
+/** The targets the table checks each figure against (issue 24's, for the copy and change ones). */
 export const TARGETS = {
-  copyRatio: 0.85,
+  copyRatio: 0.9,
   changeRatio: 0.6,
   scaling4x: 4.4,
   scaling4xVsRaw: 1.1,
