@@ -513,6 +513,7 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
     const namespaces = await measureNamespaces(n, {
       profileDir,
       kills: options.kills,
+      workerHeapMB: options.workerHeapMB,
       timeoutMs: Math.max(600_000, n * 100),
       log,
     });

@@ -29,6 +29,8 @@ export interface NamespacesResult {
   reportedCutoverSeconds: number | null;
   finalPass: Document | null;
   peakRssMB: number;
+  /** The worker's V8 heap limit when one was set (--worker-heap-mb), MiB. */
+  workerHeapMB: number | null;
   /** Peak RSS over 250 MB, per namespace (bytes). */
   rssBytesPerNamespaceOver250: number;
   /**
@@ -81,6 +83,8 @@ export async function measureNamespaces(
     log: (line: string) => void;
     /** SIGKILL the worker this many times during its copy (restarted each time). */
     kills?: number;
+    /** The worker's V8 heap limit, MiB (null or absent: Node's default). */
+    workerHeapMB?: number | null;
   },
 ): Promise<NamespacesResult> {
   const source = await startEmulator('namespaces-source', options.profileDir);
@@ -104,6 +108,8 @@ export async function measureNamespaces(
         destination.firstLine.uri,
         options.profileDir,
         'namespaces',
+        [],
+        options.workerHeapMB ? [`--max-old-space-size=${options.workerHeapMB}`] : [],
       );
     let worker = await launch();
     let sampler = new RssSampler(worker.started.child, 200);
@@ -235,6 +241,7 @@ export async function measureNamespaces(
         (last.commit as { cutoverSeconds?: number } | undefined)?.cutoverSeconds ?? null,
       finalPass: (last.verification as { finalPass?: Document } | undefined)?.finalPass ?? null,
       peakRssMB: round(peakRssMB),
+      workerHeapMB: options.workerHeapMB ?? null,
       rssBytesPerNamespaceOver250: Math.max(0, Math.round(((peakRssMB - 250) * 1024 * 1024) / n)),
       ...(killed === 0
         ? { opsPerNamespace: { source: perNamespace(0), destination: perNamespace(1) } }
@@ -259,7 +266,7 @@ export function renderNamespaces(r: NamespacesResult): string[] {
           `  operations per namespace  source ${describeOps(r.opsPerNamespace.source)}; destination ${describeOps(r.opsPerNamespace.destination)} (start → canCommit, serverStatus metrics.commands)`,
         ]
       : []),
-    `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)`,
+    `  worker peak RSS           ${r.peakRssMB} MB (${r.rssBytesPerNamespaceOver250} bytes per namespace over 250 MB)${r.workerHeapMB ? `; V8 heap limit ${r.workerHeapMB} MiB (--worker-heap-mb)` : ''}`,
     `  after commit              ${r.comparison.differences === 0 ? 'byte-equal' : `${r.comparison.differences} DIFFERENCES`} (${r.comparison.documentsCompared} documents compared, with every namespace's options and indexes)`,
     ...(r.crashLoop
       ? [

@@ -34,6 +34,8 @@ export interface BenchOptions {
   namespaces: number | null;
   /** (k): SIGKILL the worker this many times during its copy (restarted each time). */
   kills: number;
+  /** (k): the worker's V8 heap limit in MiB (`--max-old-space-size`; null: Node's default). */
+  workerHeapMB: number | null;
   /**
    * The embedded verifier in the worker runs of (c)–(f) (default on, as a user runs it). Off
    * measures change application alone, as the peer (which verifies nothing) is measured.
@@ -66,6 +68,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --namespaces N          only (k): N small collections (2 documents each, every third indexed,
                           500 per database) synced and committed; start → canCommit, commit →
                           COMMITTED, peak RSS, and the destination's own create rate
+  --worker-heap-mb MIB    with --namespaces: the worker's V8 heap limit (--max-old-space-size),
+                          to check that a sync of N namespaces fits the heap its start admits
   --kills K               with --namespaces: SIGKILL the worker K times during its copy (each
                           time restarted; it resumes the persisted job), then compare both
                           clusters byte for byte after commit
@@ -108,6 +112,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     cutoverOnly: false,
     namespaces: null,
     kills: 0,
+    workerHeapMB: null,
     verification: true,
     verificationGiven: false,
     loadWriters: 1,
@@ -187,6 +192,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--kills':
         o.kills = Math.floor(positive(value()));
+        break;
+      case '--worker-heap-mb':
+        o.workerHeapMB = Math.floor(positive(value()));
         break;
       case '--verification': {
         const v = value();

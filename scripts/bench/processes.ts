@@ -77,10 +77,13 @@ export async function startWorker(
   tag: string,
   /** More worker flags (`--id <shard>` for a per-shard worker). */
   extraArgs: string[] = [],
+  /** More node flags (`--max-old-space-size=<MiB>`). */
+  nodeArgs: string[] = [],
 ): Promise<WorkerProcess> {
   const port = await freePort();
   const args = [
     ...nodeFlags(profileDir, `worker-${tag}`),
+    ...nodeArgs,
     WORKER_MAIN,
     '--cluster0',
     sourceUri,

@@ -91,14 +91,13 @@ export async function createSyncEngine(
 const MiB = 1024 * 1024;
 /**
  * Heap one namespace of the sync takes in the worker at its peak: its catalog record (indexes,
- * options), partitions, verification state, and the copies a job save makes of the catalog.
- * First measured with `npm run bench -- --namespaces N` (peak RSS less the ~250 MB of an idle
- * worker, over N) at ~18 KiB at 20,000 namespaces. The worker has been made leaner since (a
- * heap snapshot at 50,000 namespaces: ~3.3 KiB of live heap each; peak RSS at 100,000: ~4.6 KB
- * each over 250 MB); the bound is kept where it was, on the safe side, until a sync at a
- * constrained heap shows how much lower it may go.
+ * options), partitions, verification state, the live pass's per-namespace work, and the copies
+ * a job save makes of the catalog. A heap snapshot at 50,000 namespaces: ~3.3 KiB of live heap
+ * each. Checked at the bound itself: `npm run bench -- --namespaces 100000 --worker-heap-mb
+ * 1120` (a V8 heap limit of 1,168 MiB: the smallest this bound admits 100,000 namespaces in)
+ * syncs and commits them byte-equal.
  */
-const BYTES_PER_NAMESPACE = 24 * 1024;
+const BYTES_PER_NAMESPACE = 8 * 1024;
 /** Heap kept for everything else (drivers, copy buffers, change application). */
 const HEAP_RESERVE = 384 * MiB;
 
