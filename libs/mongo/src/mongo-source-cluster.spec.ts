@@ -91,4 +91,35 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     await db.collection('b').updateOne({ _id: 1 } as Document, { $set: { k: new Int32(1) } });
     expect((await source.digestWhole('tenants', ['b']))[0]!.hash).not.toBe(typed[0]!.hash);
   });
+
+  it('raw reads survive primary state-change errors: their topologyVersion is decoded', async () => {
+    // mongod appends its topologyVersion to a NotWritablePrimary reply. A raw read once had the
+    // driver decode that reply raw too: the server's topology version became undecoded bytes in
+    // the driver's SDAM, and the next such error threw a TypeError inside the driver.
+    const ids = client.db('faults').collection<{ _id: number }>('raw');
+    await ids.insertMany([{ _id: 1 }, { _id: 2 }]);
+    const failing = await new MongoClient(cluster.uri, { appName: 'raw-reads' }).connect();
+    try {
+      const reader = new MongoSourceCluster(failing, cluster.host);
+      await client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 3 },
+        data: { failCommands: ['find'], errorCode: 10107, appName: 'raw-reads' },
+      });
+      for (let i = 0; i < 3; i++) {
+        const error = await reader.readByIds('faults', 'raw', [1, 2]).catch((e: unknown) => e);
+        expect(error).toMatchObject({ name: 'MongoServerError', code: 10107 });
+        expect((error as { topologyVersion: unknown }).topologyVersion).toEqual({
+          processId: expect.objectContaining({ _bsontype: 'ObjectId' }),
+          counter: expect.anything(),
+        });
+      }
+      const documents = await reader.readByIds('faults', 'raw', [1, 2]);
+      expect(documents.every((d) => d instanceof Uint8Array)).toBe(true);
+      expect(documents).toHaveLength(2);
+    } finally {
+      await client.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+      await failing.close();
+    }
+  });
 });

@@ -24,6 +24,7 @@ import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
 const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
 import { inspectCluster } from './cluster-inspector';
 import { supportsCollectionUUID } from './server-features';
+import { rawDocumentCursor } from './raw-cursor';
 import { EXACT_BSON, toNumber } from './exact-bson';
 import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-metadata';
 
@@ -331,16 +332,13 @@ export class MongoSourceCluster implements SourceCluster {
     });
     pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
     const documents: Uint8Array[][] = collections.map(() => []);
-    const cursor = this.client.db(database).runCursorCommand(
-      {
-        aggregate: collections[0],
-        pipeline,
-        cursor: {},
-        collation: { locale: 'simple' },
-        readConcern: { level: 'majority' },
-      },
-      { raw: true } as never,
-    );
+    const cursor = rawDocumentCursor(this.client.db(database), {
+      aggregate: collections[0],
+      pipeline,
+      cursor: {},
+      collation: { locale: 'simple' },
+      readConcern: { level: 'majority' },
+    });
     try {
       while (await cursor.hasNext()) {
         for (const raw of cursor.readBufferedDocuments() as unknown as Uint8Array[]) {
@@ -416,10 +414,9 @@ export class MongoSourceCluster implements SourceCluster {
     command.readConcern = options.afterClusterTime
       ? { level: 'majority', afterClusterTime: options.afterClusterTime }
       : { level: 'majority' };
-    const cursor = this.client
-      .db(database)
-      .runCursorCommand(command, { raw: true } as never)
-      .setBatchSize(options.batchSize);
+    const cursor = rawDocumentCursor(this.client.db(database), command).setBatchSize(
+      options.batchSize,
+    );
     try {
       while (await cursor.hasNext()) {
         yield cursor.readBufferedDocuments() as unknown as Uint8Array[];
