@@ -459,14 +459,12 @@ async function namespacesPhase(
   n: number,
   profileDir: string | null,
 ): Promise<NamespacesResult | { skipped: string }> {
-  log(`(k) ${n} small collections, synced and committed...`);
-  return measureNamespaces(n, { profileDir, timeoutMs: Math.max(600_000, n * 100), log }).catch(
-    (error: unknown) => {
-      const skipped = `namespaces failed: ${error instanceof Error ? error.message : String(error)}`;
-      log(`  ${skipped}`);
-      return { skipped };
-    },
-  );
+  log(`(k) ${n} small collections, synced and committed…`);
+  return measureNamespaces(n, { profileDir, log }).catch((error: unknown) => {
+    const skipped = `namespaces failed: ${error instanceof Error ? error.message : String(error)}`;
+    log(`  ${skipped}`);
+    return { skipped };
+  });
 }
 
 /** `--cutover`: only (j). */
@@ -514,7 +512,6 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
       profileDir,
       kills: options.kills,
       workerHeapMB: options.workerHeapMB,
-      timeoutMs: Math.max(600_000, n * 100),
       log,
     });
     return {

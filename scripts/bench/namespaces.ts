@@ -79,7 +79,8 @@ export async function measureNamespaces(
   n: number,
   options: {
     profileDir: string | null;
-    timeoutMs: number;
+    /** Start → canCommit and the commit together (default: 10 minutes, or 0.1 s per namespace). */
+    timeoutMs?: number;
     log: (line: string) => void;
     /** SIGKILL the worker this many times during its copy (restarted each time). */
     kills?: number;
@@ -135,7 +136,8 @@ export async function measureNamespaces(
       destination: 'cluster1',
       enableUserWriteBlocking: true,
     });
-    const deadline = startedAt + options.timeoutMs;
+    const timeoutMs = options.timeoutMs ?? Math.max(600_000, n * 100);
+    const deadline = startedAt + timeoutMs;
     let ready: number | null = null;
     let shown = 0;
     while (ready === null) {
@@ -170,7 +172,7 @@ export async function measureNamespaces(
         continue;
       }
       if (p.canCommit) ready = Date.now();
-      else if (Date.now() > deadline) throw new Error(`no canCommit in ${options.timeoutMs} ms`);
+      else if (Date.now() > deadline) throw new Error(`no canCommit in ${timeoutMs} ms`);
       else {
         if (Date.now() - shown > 10_000) {
           shown = Date.now();

@@ -17,7 +17,6 @@ import type { CoordinationRecord, CoordinationStore } from '../ports/coordinatio
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CommandRecord, JobRecord, ShardAssignment } from '../ports/job-store';
 import { planSync } from '../plan/planner';
-import { DEFAULT_PARTITIONING } from '../copy/partition-planner';
 import { planSharding } from '../prepare/sharding-plan';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
 
@@ -188,7 +187,7 @@ export async function startJob(
       await destination.setBalancer(false);
     }
     const plan = await planSync(source, filter, logger, {
-      partitionTargetBytes: deps.partitionTargetBytes ?? DEFAULT_PARTITIONING.targetBytes,
+      partitionTargetBytes: deps.partitionTargetBytes,
     });
     const cap = deps.maxNamespaces;
     if (cap && plan.namespaces.length > cap.limit) {

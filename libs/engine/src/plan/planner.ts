@@ -41,17 +41,17 @@ export function smallDatabaseBytes(partitionTargetBytes: number): number {
 
 /**
  * Each selected collection's size estimate from its database's totals when the database is
- * small (an even share: an estimate, as `collStats` is); null when each must be read.
+ * small (an even share: an estimate, as `collStats` is); undefined when each must be read.
  */
 async function smallDatabaseShare(
   source: SourceCluster,
   database: string,
   collections: number,
   below: number,
-): Promise<{ bytes: number; count: number } | null> {
-  if (collections < 2) return null; // nothing to save
+): Promise<{ bytes: number; count: number } | undefined> {
+  if (collections < 2) return undefined; // nothing to save
   const totals = await source.databaseStats(database);
-  if (!(totals.bytes < below)) return null;
+  if (!(totals.bytes < below)) return undefined;
   return {
     bytes: Math.ceil(totals.bytes / collections),
     count: Math.ceil(totals.count / collections),
@@ -62,11 +62,12 @@ export async function planSync(
   source: SourceCluster,
   filter: NamespaceFilter,
   logger: EngineLogger,
-  options: { partitionTargetBytes: number } = {
-    partitionTargetBytes: DEFAULT_PARTITIONING.targetBytes,
-  },
+  /** The copy's partition target (SyncJobOptions.partitioning; default DEFAULT_PARTITIONING). */
+  options: { partitionTargetBytes?: number } = {},
 ): Promise<SyncPlan> {
-  const small = smallDatabaseBytes(options.partitionTargetBytes);
+  const small = smallDatabaseBytes(
+    options.partitionTargetBytes ?? DEFAULT_PARTITIONING.targetBytes,
+  );
   const t0 = await source.clusterTime();
   const namespaces: NamespaceRecord[] = [];
   const databases = (await source.listDatabaseNames())
@@ -97,13 +98,7 @@ export async function planSync(
     );
     await runPool(
       selected.map((info, i) => async () => {
-        described[i] = await describeNamespace(
-          source,
-          database,
-          info,
-          listedAt,
-          share ?? undefined,
-        );
+        described[i] = await describeNamespace(source, database, info, listedAt, share);
       }),
       DESCRIBE_CONCURRENCY,
     );
