@@ -64,8 +64,12 @@ interface CopyPath<T> {
 
 export const DEFAULT_COPIER: CopierOptions = {
   concurrency: 4,
-  writeBatchBytes: 2 * 1024 * 1024,
-  writeBatchDocuments: 2_000,
+  // 1 MiB / 1,000 documents. Against 2 MiB / 2,000, in bench (c) runs (200,000 × 1 KB):
+  // the worker's peak RSS was ~25 MB lower, and the destination spent ~8 % less CPU per document.
+  // The copy rate was within run-to-run noise. At this size a larger command saves no round
+  // trip worth having.
+  writeBatchBytes: 1024 * 1024,
+  writeBatchDocuments: 1_000,
   readBatchSize: 500,
   maxBytesInFlight: 16 * 1024 * 1024,
   smallPartitionConcurrency: 16,
