@@ -1,5 +1,5 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
-import { Double, Int32, Long, MongoClient, Timestamp, type Document } from 'mongodb';
+import { BSON, Double, Int32, Long, MongoClient, Timestamp, type Document } from 'mongodb';
 import { MongoSourceCluster } from './mongo-source-cluster';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
@@ -90,6 +90,48 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     const typed = await source.digestWhole('tenants', ['b']);
     await db.collection('b').updateOne({ _id: 1 } as Document, { $set: { k: new Int32(1) } });
     expect((await source.digestWhole('tenants', ['b']))[0]!.hash).not.toBe(typed[0]!.hash);
+  });
+
+  it("lists several collections' indexes in one aggregate, exactly as listIndexes does", async () => {
+    const db = client.db('indexed');
+    await db.collection<AnyId>('a').insertOne({ _id: 1 });
+    // Options in a chosen order and exact number types: the specs must come back byte-equal.
+    await db.command({
+      createIndexes: 'a',
+      indexes: [
+        {
+          key: { z: new Int32(1), a: new Double(-1) },
+          name: 'za',
+          unique: true,
+          partialFilterExpression: { z: { $gt: new Int32(0) } },
+        },
+      ],
+    });
+    await db.collection('a').createIndex({ t: 1 }, { expireAfterSeconds: 60, sparse: true });
+    await db.createCollection('b');
+    await db.collection('c').createIndex({ s: 'hashed' });
+    const names = ['c', 'missing', 'a', 'b'];
+    const status = () => client.db('admin').command({ serverStatus: 1 });
+    const count = async (name: string) =>
+      Number((await status()).metrics.commands[name]?.total ?? 0);
+    const [aggregatesBefore, listingsBefore] = [
+      await count('aggregate'),
+      await count('listIndexes'),
+    ];
+    const together = await source.listIndexesMany('indexed', names);
+    expect((await count('aggregate')) - aggregatesBefore).toBe(1);
+    expect((await count('listIndexes')) - listingsBefore).toBe(0);
+    // No entry (a missing collection; a clustered one, which has no _id index): null, left to
+    // listIndexes.
+    expect(together.map((list) => list === null)).toEqual([false, true, false, false]);
+    for (const [i, name] of names.entries()) {
+      if (together[i] === null) continue;
+      const alone = await source.listIndexes('indexed', name);
+      expect(together[i]!.map((spec) => BSON.serialize(spec))).toEqual(
+        alone.map((spec) => BSON.serialize(spec)),
+      );
+    }
+    expect(together[2]!.map((spec) => spec.name)).toEqual(['_id_', 'za', 't_1']);
   });
 
   it('raw reads survive primary state-change errors: their topologyVersion is decoded', async () => {

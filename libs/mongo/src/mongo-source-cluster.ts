@@ -32,6 +32,12 @@ import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-meta
 const INTERNAL_DBS = new Set(['admin', 'config', 'local', 'sync_reserved_for_internal_use']);
 
 /** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
+/**
+ * Errors by which a server refuses `$indexStats` in a `$unionWith` for good: Unauthorized,
+ * InvalidNamespace, and "unrecognized pipeline stage" / "stage not allowed here".
+ */
+const REFUSALS = new Set([13, 73, 40324, 31441]);
+
 export class MongoSourceCluster implements SourceCluster {
   /** The client talks to a mongos (no oplog of its own); learnt on first use. */
   private router: boolean | undefined;
@@ -95,6 +101,74 @@ export class MongoSourceCluster implements SourceCluster {
   async listIndexes(database: string, collection: string): Promise<Document[]> {
     return this.client.db(database).collection(collection).listIndexes(EXACT_BSON).toArray();
   }
+
+  /**
+   * The indexes of several collections of one database in ONE read: `$indexStats` of each,
+   * chained with `$unionWith`, each entry tagged with its collection's position. `spec` is the
+   * index's description as `listIndexes` gives it. A collection's entry is null where this read
+   * cannot stand in for `listIndexes`, and the caller asks `listIndexes`:
+   * - no entry at all (a clustered collection has no `_id` index; a dropped one has none);
+   * - an index still being built (`building: true`).
+   * Null for all of them through a mongos (`$indexStats` answers per shard there, `listIndexes`
+   * from one shard), and from then on for a server that refused the read (`$indexStats` needs
+   * the `indexStats` privilege): the answer is the same either way, only the round trips differ.
+   */
+  async listIndexesMany(
+    database: string,
+    collections: string[],
+  ): Promise<Array<Document[] | null>> {
+    const none = collections.map(() => null);
+    if (collections.length === 0 || !(await this.indexStatsUsable())) return none;
+    const stage = (n: number): Document[] => [
+      { $indexStats: {} },
+      { $replaceWith: { n: new Int32(n), spec: '$spec', building: '$building' } },
+    ];
+    const pipeline: Document[] = stage(0);
+    collections.slice(1).forEach((coll, i) => {
+      pipeline.push({ $unionWith: { coll, pipeline: stage(i + 1) } });
+    });
+    const found: Array<Document[] | null> = collections.map(() => []);
+    const cursor = this.client
+      .db(database)
+      .collection(collections[0]!)
+      .aggregate<{ n: Int32; spec: Document; building?: boolean }>(pipeline, EXACT_BSON);
+    try {
+      for await (const entry of cursor) {
+        const n = toNumber(entry.n);
+        const list = found[n];
+        if (list === undefined) throw new Error(`listIndexesMany: an entry tagged ${n}`);
+        if (list === null) continue;
+        if (entry.building === true) found[n] = null;
+        else list.push(entry.spec);
+      }
+    } catch (error) {
+      // Refused for good (no privilege, a server without the stage): never asked again. Any
+      // other failure leaves this batch to `listIndexes`, which reports it if it persists.
+      if (error instanceof MongoServerError && REFUSALS.has(Number(error.code)))
+        this.indexStatsRefused = true;
+      return none;
+    } finally {
+      await cursor.close().catch(() => undefined);
+    }
+    return found.map((list) => (list === null || list.length === 0 ? null : list));
+  }
+
+  /** Whether `listIndexesMany` may read at all: not through a mongos, not once refused. */
+  private async indexStatsUsable(): Promise<boolean> {
+    if (this.indexStatsRefused) return false;
+    this.throughMongos ??= this.client
+      .db('admin')
+      .command({ hello: 1 })
+      .then((hello) => hello.msg === 'isdbgrid')
+      .catch(() => {
+        this.throughMongos = undefined;
+        return true;
+      });
+    return !(await this.throughMongos);
+  }
+
+  private indexStatsRefused = false;
+  private throughMongos: Promise<boolean> | undefined;
 
   async collectionStats(
     database: string,

@@ -185,6 +185,12 @@ export interface SourceCluster {
     options?: { signal?: AbortSignal },
   ): Promise<RangeDigest[]>;
   /**
+   * Optional: `listIndexes` of several collections of one database in ONE read, in the order
+   * given. An entry is null where the read could not stand in for `listIndexes` (the caller
+   * asks `listIndexes` for that collection): the verifier's many-small-collections case.
+   */
+  listIndexesMany?(database: string, collections: string[]): Promise<Array<Document[] | null>>;
+  /**
    * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, as raw
    * BSON — the exact bytes the server holds, compared byte for byte, never decoded: what the
    * verifier re-checks of a document change application wrote. Optional: without it the

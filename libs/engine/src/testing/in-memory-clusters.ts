@@ -146,8 +146,29 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   async listCollectionNames(database: string): Promise<string[]> {
     return [...(this.databases.get(database)?.keys() ?? [])];
   }
+  /** `listIndexes` calls, and `listIndexesMany` reads (several collections each). */
+  indexListings = 0;
+  batchedIndexListings = 0;
+  /** Off: the cluster cannot list several collections' indexes at once. */
+  listsIndexesTogether = true;
+  /** Runs once a batched listing has read its answer, before it is returned. */
+  afterIndexListing: (() => void) | null = null;
   async listIndexes(database: string, collection: string): Promise<Document[]> {
-    return this.collection(database, collection, false)?.indexes ?? [];
+    this.indexListings++;
+    return [...(this.collection(database, collection, false)?.indexes ?? [])];
+  }
+  async listIndexesMany(
+    database: string,
+    collections: string[],
+  ): Promise<Array<Document[] | null>> {
+    if (!this.listsIndexesTogether) return collections.map(() => null);
+    this.batchedIndexListings++;
+    const answer = collections.map((collection) => {
+      const indexes = this.collection(database, collection, false)?.indexes;
+      return indexes && indexes.length > 0 ? [...indexes] : null;
+    });
+    this.afterIndexListing?.();
+    return answer;
   }
   async collectionStats(
     database: string,

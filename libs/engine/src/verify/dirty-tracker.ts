@@ -73,6 +73,11 @@ export class NamespaceState {
   metadataOk = false;
   metadataCheckedAt = -Infinity;
   metadataDiffers = 0;
+  /**
+   * The tracker sequence of its last metadata change (a DDL, a new partition set): a check
+   * whose reads began before it saw the metadata before the change, and settles nothing.
+   */
+  metadataChangedAt = 0;
   /** The tracker's last `sync` that named it. */
   followed = 0;
 
@@ -266,10 +271,12 @@ export class DirtyTracker {
 
   /** Any other DDL of a namespace: its metadata is checked again. */
   metadataChanged(database: string, collection?: string): void {
+    const seq = ++this.seq;
     for (const state of this.byDb.get(database)?.values() ?? []) {
       if (collection === undefined || state.collection === collection) {
         state.metadataOk = false;
         state.metadataDiffers = 0; // not checked since the change
+        state.metadataChangedAt = seq;
       }
     }
   }
@@ -292,6 +299,7 @@ export class DirtyTracker {
         state.natural = ns.natural;
         state.metadataOk = false;
         state.metadataDiffers = 0;
+        state.metadataChangedAt = seq;
         const ranges = ns.view ? [] : ns.ranges.length > 0 ? ns.ranges : [{}];
         state.ranges = ranges.map((range, index) => ({
           index,

@@ -353,6 +353,51 @@ describe('many small collections', () => {
     ]);
   });
 
+  it('lists indexes 100 collections a read per side; the rest of the pass takes them from there', async () => {
+    const s = smallCollections(120);
+    for (const cluster of [s.src, s.dst])
+      for (let i = 0; i < 120; i++)
+        cluster
+          .collection('tenants', `t${i}`)!
+          .indexes.push({ v: 2, key: { _id: 1 }, name: '_id_' });
+    await liveUntilCaughtUp(s);
+    expect(s.src.batchedIndexListings).toBe(2); // 100 + 20
+    expect(s.dst.batchedIndexListings).toBe(2);
+    expect(s.src.indexListings + s.dst.indexListings).toBe(0);
+    expect(s.verification.status(s.job, false)?.samples).toEqual([]);
+  });
+
+  it('a DDL that lands after a pass read its metadata leaves the namespace to the next pass', async () => {
+    const s = smallCollections(3);
+    const idIndex = { v: 2, key: { _id: 1 }, name: '_id_' };
+    for (const cluster of [s.src, s.dst])
+      for (let i = 0; i < 3; i++) cluster.collection('tenants', `t${i}`)!.indexes.push(idIndex);
+    // The first listing has read t1's indexes (equal on both sides) when t1 gets an index on
+    // the source, which the destination never builds: that read must not settle t1.
+    s.src.afterIndexListing = () => {
+      s.src.afterIndexListing = null;
+      s.src.collection('tenants', 't1')!.indexes.push({ v: 2, key: { s: 1 }, name: 's_1' });
+      s.verification.appliedWrites.ddl({
+        operationType: 'createIndexes',
+        ns: { db: 'tenants', coll: 't1' },
+      } as never);
+    };
+    const samples = () => s.verification.status(s.job, false)?.samples ?? [];
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    const deadline = Date.now() + 5_000;
+    while (samples().length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
+    await running;
+    expect(samples()).toEqual([
+      expect.objectContaining({
+        namespace: 'tenants.t1',
+        problems: [expect.stringMatching(/s_1/)],
+      }),
+    ]);
+  });
+
   it('the commit compares the indexes the live pass skipped as relaxed, reusing its other checks', async () => {
     const s = smallCollections(3);
     const unique = { v: 2, key: { s: 1 }, name: 's_1', unique: true };

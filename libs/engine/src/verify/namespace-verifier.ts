@@ -10,7 +10,13 @@ import type { CopyShare } from '../shards/topology';
 /** What the verifier reads on either side (the destination is seen through the same port). */
 export type VerifiableCluster = Pick<
   SourceCluster,
-  'listCollections' | 'listIndexes' | 'read' | 'digest' | 'readByIds' | 'digestWhole'
+  | 'listCollections'
+  | 'listIndexes'
+  | 'listIndexesMany'
+  | 'read'
+  | 'digest'
+  | 'readByIds'
+  | 'digestWhole'
 >;
 
 /** One synced namespace to verify: its name on both sides and the `_id` ranges to digest. */
@@ -63,6 +69,8 @@ export interface NamespaceCheckOptions {
   signal?: AbortSignal;
   /** Collection listings, per side and database, shared by the namespaces of one pass. */
   listings?: ListingCache;
+  /** Index listings of the pass's collections, read several at once where a side can. */
+  indexes?: IndexListingCache;
   /** A range's digest that fails transiently is read again on that side (default 5 tries). */
   retry?: InPlaceRetryOptions;
   /**
@@ -84,6 +92,80 @@ export class ListingCache {
   }
 }
 
+/** Collections whose indexes one batched read (`listIndexesMany`) asks for. */
+export const INDEX_LISTING_BATCH = 100;
+
+const ASKED: Promise<Document[] | null> = Promise.resolve(null);
+
+/**
+ * The indexes of a pass's collections. Where a side reads several collections' indexes at once
+ * (`listIndexesMany`), the collections announced for the pass are asked up to
+ * INDEX_LISTING_BATCH at a time, per side and database, in the order announced. The rest asks
+ * `listIndexes` itself: a collection not announced, or asked a second time in the pass, and one
+ * the batch could not answer. With many small collections the round trips, not the bytes,
+ * are the metadata check's cost: two per collection without this.
+ */
+export class IndexListingCache {
+  /** Announced collections by database, and per side|database how far batches have reached. */
+  private readonly announced = new Map<string, { list: string[]; members: Set<string> }>();
+  private readonly reached = new Map<string, number>();
+  /** side|database|collection → its batch's answer (ASKED once taken). */
+  private readonly answers = new Map<string, Promise<Document[] | null>>();
+
+  announce(database: string, collection: string): void {
+    let entry = this.announced.get(database);
+    if (!entry) this.announced.set(database, (entry = { list: [], members: new Set() }));
+    if (entry.members.has(collection)) return;
+    entry.members.add(collection);
+    entry.list.push(collection);
+  }
+
+  async get(
+    cluster: VerifiableCluster,
+    side: string,
+    database: string,
+    collection: string,
+  ): Promise<Document[]> {
+    const key = `${side}|${database}|${collection}`;
+    let answer = this.answers.get(key);
+    if (!answer && cluster.listIndexesMany && this.announced.get(database)?.members.has(collection))
+      answer = this.batch(cluster, side, database, collection).get(key);
+    if (answer) {
+      this.answers.set(key, ASKED); // taken: its indexes are not held for the rest of the pass
+      const indexes = await answer;
+      if (indexes) return indexes;
+    }
+    return cluster.listIndexes(database, collection);
+  }
+
+  /** One read for `collection` and the next announced ones of its database not yet asked. */
+  private batch(
+    cluster: VerifiableCluster,
+    side: string,
+    database: string,
+    collection: string,
+  ): Map<string, Promise<Document[] | null>> {
+    const { list } = this.announced.get(database)!;
+    const at = `${side}|${database}`;
+    const prefix = `${at}|`;
+    const group = [collection];
+    let i = this.reached.get(at) ?? 0;
+    for (; i < list.length && group.length < INDEX_LISTING_BATCH; i++) {
+      const name = list[i]!;
+      if (name !== collection && !this.answers.has(prefix + name)) group.push(name);
+    }
+    this.reached.set(at, i);
+    const read = cluster.listIndexesMany!(database, group).catch(() => group.map(() => null));
+    const out = new Map<string, Promise<Document[] | null>>();
+    group.forEach((name, n) => {
+      const answer = read.then((all) => all[n] ?? null);
+      this.answers.set(prefix + name, answer);
+      out.set(prefix + name, answer);
+    });
+    return out;
+  }
+}
+
 /** Collection type, options and indexes of one namespace: the problems found. */
 export async function checkMetadata(
   source: VerifiableCluster,
@@ -102,9 +184,10 @@ export async function checkMetadata(
     problems.push(s.type === 'view' ? 'view definition differs' : 'collection options differ');
   }
   if (s.type === 'view') return problems;
+  const indexes = options.indexes ?? new IndexListingCache();
   const [sourceIndexes, destinationIndexes] = await Promise.all([
-    source.listIndexes(target.database, target.collection),
-    destination.listIndexes(target.database, target.collection),
+    indexes.get(source, 'source', target.database, target.collection),
+    indexes.get(destination, 'destination', target.database, target.collection),
   ]);
   const skipped = (spec: Document) => (target.skipIndexes ?? []).includes(String(spec.name));
   const wanted = (spec: Document) =>

@@ -23,6 +23,7 @@ import {
   checkMetadata,
   checkRange,
   IDS_PER_READ,
+  IndexListingCache,
   ListingCache,
   type NamespaceCheckOptions,
   type NamespaceVerdict,
@@ -594,6 +595,10 @@ export class Verification {
           }
         : { source: documentSource, destination };
     const tracker = this.tracker;
+    // Metadata is read before its check settles: collection listings once per pass, index
+    // listings several collections at once. A DDL after the pass began leaves its namespace
+    // unsettled, to be checked again, whatever this pass read.
+    const passStart = tracker.sequence;
     const status: VerificationStatus = {
       phase,
       namespacesTotal: session.job.namespaces.length,
@@ -623,6 +628,7 @@ export class Verification {
       // what it found equal needs no second look at commit.
       compareUnique: true,
       listings: new ListingCache(),
+      indexes: new IndexListingCache(),
       retry,
       signal,
     };
@@ -682,13 +688,17 @@ export class Verification {
       target.ranges.length <= 1;
     for (const name of metadata) {
       const target = targets.get(name)!;
+      if (target.type === 'collection') check.indexes!.announce(target.database, target.collection);
+    }
+    for (const name of metadata) {
+      const target = targets.get(name)!;
       add(
         name,
         async () => {
           const problems = await checkMetadata(source, destination, target, check);
           entryOf(name).verdict.problems.unshift(...problems);
           const state = tracker.get(target.database, target.collection);
-          if (state && phase === 'live') {
+          if (state && phase === 'live' && state.metadataChangedAt <= passStart) {
             state.metadataOk = problems.length === 0;
             state.metadataCheckedAt = this.options.clock.now();
             state.metadataDiffers = problems.length === 0 ? 0 : state.metadataDiffers + 1;

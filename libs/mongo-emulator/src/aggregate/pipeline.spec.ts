@@ -225,6 +225,32 @@ describe('multi-collection stages', () => {
     ).toStrictEqual([{ z: i(1) }]);
   });
 
+  it("$unionWith's sub-pipeline source stages read the unioned collection", () => {
+    // $indexStats/$collStats in the sub-pipeline describe `coll`, not the outer collection.
+    const env = new InMemoryPipelineEnv('test', 'c')
+      .seed('c', [{ _id: 1 }])
+      .seed('d', [{ _id: 1 }, { _id: 2 }]);
+    const tagged = (n: number, stage: Document) => [
+      stage,
+      { $replaceWith: { n: i(n), ns: '$ns', count: '$count', index: '$name' } },
+    ];
+    const out = run(
+      [
+        ...tagged(0, { $collStats: { count: {} } }),
+        { $unionWith: { coll: 'd', pipeline: tagged(1, { $collStats: { count: {} } }) } },
+        { $unionWith: { coll: 'd', pipeline: tagged(2, { $indexStats: {} }) } },
+        { $unionWith: { coll: 'missing', pipeline: tagged(3, { $indexStats: {} }) } },
+      ],
+      [],
+      env,
+    );
+    expect(out).toStrictEqual([
+      { n: i(0), ns: 'test.c', count: 1 },
+      { n: i(1), ns: 'test.d', count: 2 },
+      { n: i(2), index: '_id_' },
+    ]);
+  });
+
   it('$unionWith refuses a bad specification and writing sub-pipelines', () => {
     expect(code(() => run([{ $unionWith: 1 }], []))).toBe(9);
     expect(code(() => run([{ $unionWith: { coll: 'a', as: 'x' } }], []))).toBe(40415);

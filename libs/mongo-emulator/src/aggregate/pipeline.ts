@@ -72,6 +72,11 @@ export function runPipeline(
   return compile(pipeline, env, vars, 'top')(input);
 }
 
+/** The same environment aggregating `coll` instead (its methods still reach the original). */
+function onCollection(env: PipelineEnv, coll: string): PipelineEnv {
+  return Object.create(env, { coll: { value: coll, enumerable: true } }) as PipelineEnv;
+}
+
 function compile(
   pipeline: unknown,
   env: PipelineEnv,
@@ -85,8 +90,13 @@ function compile(
     env,
     vars,
     scope,
-    runSub: (subInput, sub, subScope, extra) =>
-      compile(sub, env, { ...vars, ...(extra ?? {}) }, subScope)(subInput),
+    runSub: (subInput, sub, subScope, extra, collection) =>
+      compile(
+        sub,
+        collection === undefined ? env : onCollection(env, collection),
+        { ...vars, ...(extra ?? {}) },
+        subScope,
+      )(subInput),
   };
   const fns: StageFn[] = pipeline.map((stage, i) => {
     if (!isDocument(stage)) {

@@ -102,7 +102,7 @@ export const lookup: StageBuilder = (spec, ctx) => {
           for (const f of source) if (pred(f)) yield f;
         })();
       }
-      const matches = [...ctx.runSub(foreign, pipeline, 'lookup', letVars)];
+      const matches = [...ctx.runSub(foreign, pipeline, 'lookup', letVars, coll)];
       yield setTopLevelPath(doc, as, matches);
     }
   };

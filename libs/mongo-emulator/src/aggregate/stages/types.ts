@@ -12,12 +12,17 @@ export interface StageContext {
   /** Variables for expressions: NOW, CLUSTER_TIME, `let` variables (ROOT/CURRENT are per doc). */
   readonly vars: Record<string, unknown>;
   readonly scope: PipelineScope;
-  /** Compiles and runs a sub-pipeline (for $lookup/$facet) with extra variables. */
+  /**
+   * Compiles and runs a sub-pipeline (for $lookup/$facet/$unionWith) with extra variables; on
+   * `collection` when given (a source stage of it, `$indexStats` or `$collStats`, reads that
+   * collection, as on the server), else on the pipeline's own.
+   */
   runSub(
     input: Iterable<Document>,
     pipeline: unknown,
     scope: PipelineScope,
     extraVars?: Record<string, unknown>,
+    collection?: string,
   ): Iterable<Document>;
 }
 

@@ -62,11 +62,11 @@ export const unionWith: StageBuilder = (spec, ctx) => {
     );
   }
   // Parsed (and its stages checked) before any document is read, as the server does.
-  ctx.runSub([], pipeline, 'unionWith');
+  ctx.runSub([], pipeline, 'unionWith', undefined, coll);
   const db = ctx.env.db;
   return function* (input) {
     yield* input;
     const documents = coll === undefined ? [] : ctx.env.readCollection(db, coll);
-    yield* ctx.runSub(documents, pipeline, 'unionWith');
+    yield* ctx.runSub(documents, pipeline, 'unionWith', undefined, coll);
   };
 };
