@@ -33,7 +33,8 @@ export function keyOf(database: string, info: CollectionInfo): string {
  * The one builder of namespace records (planning, and collections that enter the sync later):
  * reads indexes and size estimates of a listed collection. `listedAt` must be a source time
  * read BEFORE `info` was listed. `estimate`, when the caller already knows the collection's size
- * well enough (a small database's totals), saves the `collStats` round trip.
+ * well enough (a small database's totals), saves the `collStats` round trip; `knownIndexes`
+ * (read in a batch with other collections') the `listIndexes` one.
  */
 export async function describeNamespace(
   source: SourceCluster,
@@ -41,6 +42,8 @@ export async function describeNamespace(
   info: CollectionInfo,
   listedAt: Timestamp,
   estimate?: { bytes: number; count: number },
+  /** Its indexes, when the caller read them already (read after `listedAt`, as here). */
+  knownIndexes?: Document[],
 ): Promise<NamespaceRecord> {
   const base = {
     key: keyOf(database, info),
@@ -62,7 +65,7 @@ export async function describeNamespace(
     };
   }
   const [indexes, stats] = await Promise.all([
-    source.listIndexes(database, info.name),
+    knownIndexes ?? source.listIndexes(database, info.name),
     estimate ?? source.collectionStats(database, info.name),
   ]);
   return {

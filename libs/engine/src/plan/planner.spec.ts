@@ -73,3 +73,23 @@ describe('planSync: size estimates', () => {
     expect(plan.namespaces[0].estimatedCount).toBe(2);
   });
 });
+
+describe('planSync: indexes', () => {
+  it('reads the indexes of 100 collections a read; those a batch could not answer, alone', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    for (let i = 0; i < 150; i++) source.seed('tenants', `t${String(i).padStart(3, '0')}`, []);
+    // One with a secondary index; one without any entry in the batch (read with listIndexes).
+    source.collection('tenants', 't007')!.indexes.push({ v: 2, key: { s: 1 }, name: 's_1' });
+    source.collection('tenants', 't120')!.indexes.length = 0;
+
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger);
+
+    expect(source.batchedIndexListings).toBe(2); // 100 + 50
+    expect(source.indexListings).toBe(1); // t120
+    expect(plan.namespaces).toHaveLength(150);
+    const byName = new Map(plan.namespaces.map((ns) => [ns.collection, ns.indexes]));
+    expect(byName.get('t007')!.map((spec) => spec.name)).toEqual(['_id_', 's_1']);
+    expect(byName.get('t120')).toEqual([]);
+    expect(byName.get('t149')!.map((spec) => spec.name)).toEqual(['_id_']);
+  });
+});

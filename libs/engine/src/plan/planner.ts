@@ -1,10 +1,11 @@
-import type { Timestamp } from 'bson';
+import type { Document, Timestamp } from 'bson';
 import type { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { NamespaceRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import { describeNamespace } from '../catalog/namespace-catalog';
 import { runPool } from '../verify/verify-pass';
+import { INDEX_LISTING_BATCH } from '../verify/namespace-verifier';
 import { SMALL_NAMESPACE_BYTES } from '../verify/verification';
 import { DEFAULT_PARTITIONING } from '../copy/partition-planner';
 
@@ -96,12 +97,35 @@ export async function planSync(
       selected.filter((info) => info.type !== 'view').length,
       small,
     );
-    await runPool(
-      selected.map((info, i) => async () => {
-        described[i] = await describeNamespace(source, database, info, listedAt, share);
-      }),
-      DESCRIBE_CONCURRENCY,
-    );
+    // Indexes INDEX_LISTING_BATCH collections a read where the source can; the collections a
+    // batch could not answer ask listIndexes themselves.
+    for (let from = 0; from < selected.length; from += INDEX_LISTING_BATCH) {
+      const chunk = selected.slice(from, from + INDEX_LISTING_BATCH);
+      const names = chunk.filter((info) => info.type !== 'view').map((info) => info.name);
+      const listed = new Map<string, Document[]>();
+      if (source.listIndexesMany && names.length > 1) {
+        const lists = await source
+          .listIndexesMany(database, names)
+          .catch(() => names.map(() => null));
+        names.forEach((name, i) => {
+          const list = lists[i];
+          if (list) listed.set(name, list);
+        });
+      }
+      await runPool(
+        chunk.map((info, i) => async () => {
+          described[from + i] = await describeNamespace(
+            source,
+            database,
+            info,
+            listedAt,
+            share,
+            listed.get(info.name),
+          );
+        }),
+        DESCRIBE_CONCURRENCY,
+      );
+    }
     namespaces.push(...described);
   }
   const listedUntil = await source.clusterTime();
