@@ -41,7 +41,10 @@ export interface DestinationCluster {
     pipeline: Document[],
     options: Document,
   ): Promise<void>;
-  /** Creates indexes; an identical existing index is not an error. */
+  /**
+   * Creates indexes; an identical existing index is not an error. A missing collection is
+   * created with the default options first, as the server's `createIndexes` does.
+   */
   createIndexes(database: string, collection: string, specs: Document[]): Promise<void>;
   modifyIndex(database: string, collection: string, change: IndexModification): Promise<void>;
   /** Drops an index by name; a missing index or collection is fine. */

@@ -103,8 +103,13 @@ export async function prepareCollection(
   logger: EngineLogger,
   presplit?: Presplit,
 ): Promise<NamespaceRecord> {
-  await destination.createCollection(ns.database, ns.collection, collectionOptions(ns.options));
+  const options = collectionOptions(ns.options);
   const plan = planDestinationIndexes(ns.indexes, buildIndexes);
+  // `createIndexes` creates a missing collection with the default options: a collection with
+  // no options of its own and indexes to build is created by it, one round trip fewer (a third
+  // of a multi-tenant source's collections). A sharded one is created explicitly, as before.
+  const implicit = plan.specs.length > 0 && Object.keys(options).length === 0 && !ns.shardKey;
+  if (!implicit) await destination.createCollection(ns.database, ns.collection, options);
   if (plan.specs.length > 0)
     await destination.createIndexes(ns.database, ns.collection, plan.specs);
   if (ns.shardKey) {
