@@ -31,16 +31,18 @@ import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-meta
 /** Databases whose writes are not the application's (the sync's own metadata included). */
 const INTERNAL_DBS = new Set(['admin', 'config', 'local', 'sync_reserved_for_internal_use']);
 
-/** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
 /**
  * Errors by which a server refuses `$indexStats` in a `$unionWith` for good: Unauthorized,
  * InvalidNamespace, and "unrecognized pipeline stage" / "stage not allowed here".
  */
 const REFUSALS = new Set([13, 73, 40324, 31441]);
 
+/** SourceCluster over the official driver; every read decodes with EXACT_BSON. */
 export class MongoSourceCluster implements SourceCluster {
-  /** The client talks to a mongos (no oplog of its own); learnt on first use. */
+  /** The client talks to a mongos (no oplog of its own); learnt on first use (`isRouter`). */
   private router: boolean | undefined;
+  /** The server refused `listIndexesMany`'s read for good: never asked again. */
+  private indexStatsRefused = false;
   constructor(
     private readonly client: MongoClient,
     private readonly host: string,
@@ -118,7 +120,9 @@ export class MongoSourceCluster implements SourceCluster {
     collections: string[],
   ): Promise<Array<Document[] | null>> {
     const none = collections.map(() => null);
-    if (collections.length === 0 || !(await this.indexStatsUsable())) return none;
+    if (collections.length === 0 || this.indexStatsRefused) return none;
+    // A `hello` that failed is asked again next time; this batch goes to `listIndexes`.
+    if (await this.isRouter().catch(() => true)) return none;
     const stage = (n: number): Document[] => [
       { $indexStats: {} },
       { $replaceWith: { n: new Int32(n), spec: '$spec', building: '$building' } },
@@ -153,22 +157,14 @@ export class MongoSourceCluster implements SourceCluster {
     return found.map((list) => (list === null || list.length === 0 ? null : list));
   }
 
-  /** Whether `listIndexesMany` may read at all: not through a mongos, not once refused. */
-  private async indexStatsUsable(): Promise<boolean> {
-    if (this.indexStatsRefused) return false;
-    this.throughMongos ??= this.client
-      .db('admin')
-      .command({ hello: 1 })
-      .then((hello) => hello.msg === 'isdbgrid')
-      .catch(() => {
-        this.throughMongos = undefined;
-        return true;
-      });
-    return !(await this.throughMongos);
+  /** Whether the client talks to a mongos (`hello`, asked until one answers). */
+  private async isRouter(): Promise<boolean> {
+    if (this.router === undefined) {
+      const hello = await this.client.db('admin').command({ hello: 1 });
+      this.router = hello.msg === 'isdbgrid';
+    }
+    return this.router;
   }
-
-  private indexStatsRefused = false;
-  private throughMongos: Promise<boolean> | undefined;
 
   async collectionStats(
     database: string,
@@ -315,11 +311,7 @@ export class MongoSourceCluster implements SourceCluster {
    * be read (no right to read `local`, a shard not reachable directly).
    */
   async historyWindows(): Promise<HistoryWindow[] | null> {
-    if (this.router === undefined) {
-      const hello = await this.client.db('admin').command({ hello: 1 });
-      this.router = hello.msg === 'isdbgrid';
-    }
-    if (!this.router) {
+    if (!(await this.isRouter())) {
       const window = await oplogWindow(this.client);
       return window && [window];
     }
