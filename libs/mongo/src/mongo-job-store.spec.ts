@@ -108,6 +108,37 @@ describe('MongoJobStore: the catalog as versioned records', () => {
     expect(loaded?.job.namespaces[0]!.indexes[0]!.v).toBeInstanceOf(Int32);
   });
 
+  it('writes the records as they were when saveJob was called, not as they are later', async () => {
+    // The session passes its live records (no deep copy of the catalog per save): a record
+    // mutated while the write is in flight — by the first save's catalog read, or between its
+    // batches — must not leak into it.
+    const store = new MongoJobStore(client, 'w');
+    const live = Array.from({ length: 2_500 }, (_, i) => ns(i));
+    const first = store.saveJob(job(live));
+    live[0]!.collection = 'renamedLater';
+    live[2_400]!.copy = 'done';
+    await first;
+    const loaded = await new MongoJobStore(client, 'w').load();
+    expect(loaded?.job.namespaces[0]).toMatchObject({ collection: 'c0' });
+    expect(loaded?.job.namespaces[2_400]).toMatchObject({ copy: 'pending' });
+
+    // A later save: only the changed records are kept, encoded; again a mutation made after the
+    // call does not leak into it, and the next save writes it.
+    const second = store.saveJob(job(live, 'second'));
+    live[1]!.collection = 'later';
+    await second;
+    const after = await new MongoJobStore(client, 'w').load();
+    expect(after?.job.namespaces.slice(0, 2).map((n) => n.collection)).toEqual([
+      'renamedLater',
+      'c1',
+    ]);
+    expect(after?.job.namespaces[2_400]).toMatchObject({ copy: 'done' });
+    expect(after?.job.namespaces[0]!.indexes[0]!.v).toBeInstanceOf(Int32);
+    await store.saveJob(job(live, 'third'));
+    const third = await new MongoJobStore(client, 'w').load();
+    expect(third?.job.namespaces[1]).toMatchObject({ collection: 'later' });
+  });
+
   it('saveJobState writes the job document alone, at the catalog version in force', async () => {
     const store = new MongoJobStore(client, 'w');
     // Before the store has written or read the catalog it cannot: the caller saves the job.

@@ -155,6 +155,10 @@ export class MongoJobStore implements JobStore {
   async saveJob(job: JobRecord): Promise<void> {
     const epoch = this.fencing.check();
     const { namespaces, ...rest } = job;
+    // The records may be the caller's live objects: each is encoded now, before any await, and
+    // only the encodings of those that changed are kept until written (compact bytes, decoded
+    // again 1,000 at a time, instead of a deep copy of every record held across the writes).
+    const encoded = encodeRecords(namespaces, this.written);
     if (this.written === null) await this.learnCatalog(job._id, epoch);
     else if (this.unswitched) {
       // An earlier save wrote records and failed before its switch: they must not show through.
@@ -169,29 +173,33 @@ export class MongoJobStore implements JobStore {
     const after = new Map<string, WrittenRecord>();
     let nextPos = 0;
     for (const w of before.values()) nextPos = Math.max(nextPos, w.pos + 1);
-    const changed: Document[] = [];
-    for (const record of namespaces) {
-      const digest = recordDigest(record);
-      const known = before.get(record.key);
+    const changed: Array<{ key: string; pos: number; bytes: Uint8Array }> = [];
+    for (const { key, digest, bytes } of encoded) {
+      const known = before.get(key);
       const pos = known?.pos ?? nextPos++;
       if (!known || known.digest !== digest) {
-        changed.push({ key: record.key, pos, record });
-        after.set(record.key, { digest, pos, version: -1 }); // the new version, set below
-      } else after.set(record.key, known);
+        // Kept by encodeRecords for every record not known equal when the save began.
+        changed.push({ key, pos, bytes: bytes! });
+        after.set(key, { digest, pos, version: -1 }); // the new version, set below
+      } else after.set(key, known);
     }
     const removed = [...before.keys()].filter((key) => !after.has(key));
     const version =
       changed.length > 0 || removed.length > 0 ? this.catalogVersion + 1 : this.catalogVersion;
     for (const c of changed) after.get(c.key)!.version = version;
-    const writes = [
-      ...changed.map((c) => ({ key: c.key as string, doc: { pos: c.pos, record: c.record } })),
-      ...removed.map((key) => ({ key, doc: { deleted: true } })),
+    // A changed record's encoding, or a removed one's tombstone.
+    const writes: Array<{ key: string; pos?: number; bytes?: Uint8Array }> = [
+      ...changed,
+      ...removed.map((key) => ({ key })),
     ];
     for (let i = 0; i < writes.length; i += 1000) {
       await this.write('writing the catalog', epoch, () =>
         this.collection('catalog').bulkWrite(
-          writes.slice(i, i + 1000).map(({ key, doc }) => {
+          writes.slice(i, i + 1000).map(({ key, pos, bytes }) => {
             const _id = `${this.syncID}|${key}|${version}`;
+            const doc = bytes
+              ? { pos, record: BSON.deserialize(bytes, EXACT_BSON) }
+              : { deleted: true };
             return {
               replaceOne: {
                 filter: { _id: _id as never, ...this.fencing.filter(epoch) },
@@ -384,9 +392,29 @@ export class MongoJobStore implements JobStore {
  * (small Buffers pin slices of Node's 8 KiB pool slabs); the digest ~60.
  */
 function recordDigest(record: NamespaceRecord): string {
-  return createHash('sha1')
-    .update(BSON.serialize(record as unknown as Document))
-    .digest('base64');
+  return digestOf(BSON.serialize(record as unknown as Document));
+}
+
+function digestOf(bytes: Uint8Array): string {
+  return createHash('sha1').update(bytes).digest('base64');
+}
+
+/**
+ * Each record's digest, and its BSON encoding when it may need writing: the written one differs
+ * or is unknown (with no catalog learnt yet, every record's is kept).
+ */
+function encodeRecords(
+  records: NamespaceRecord[],
+  written: Map<string, WrittenRecord> | null,
+): Array<{ key: string; digest: string; bytes?: Uint8Array }> {
+  return records.map((record) => {
+    const bytes = BSON.serialize(record as unknown as Document);
+    const digest = digestOf(bytes);
+    const known = written?.get(record.key);
+    return known && known.digest === digest
+      ? { key: record.key, digest }
+      : { key: record.key, digest, bytes };
+  });
 }
 
 function normaliseJob(raw: Document): JobRecord {

@@ -159,7 +159,11 @@ export class JobSession {
         });
         if (saved) return;
       }
-      const snapshot = deepSnapshot(this.record);
+      // The job's own fields copied; the namespace records passed as they are: the store
+      // encodes them before its first await (JobStore.saveJob), so a deep copy of 100,000
+      // records is not held across the write.
+      const { namespaces: records, ...state } = this.record;
+      const snapshot: JobRecord = { ...deepSnapshot(state), namespaces: [...records] };
       await retryInPlace('job write', () => this.store.saveJob(snapshot), {
         clock: this.clock,
         ...this.retry,

@@ -218,6 +218,11 @@ export interface PersistedJob {
 export interface JobStore {
   /** The job and its visible partitions; deletes invisible (garbage) partition sets. */
   load(): Promise<PersistedJob | null>;
+  /**
+   * Writes the job and its catalog. `job.namespaces` holds the caller's live records: what is
+   * written of them is taken (copied or encoded) before the first await, so a mutation made
+   * after the call returns is never part of this write.
+   */
   saveJob(job: JobRecord): Promise<void>;
   /**
    * Optional: writes the job document alone, its catalog (the namespace records) unchanged since
