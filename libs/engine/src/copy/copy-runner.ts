@@ -3,7 +3,7 @@ import type { JobSession } from '../job/job-session';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { SyncTopology } from '../shards/topology';
-import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { prepareCollection } from '../prepare/destination-preparer';
 import {
   Copier,
@@ -15,9 +15,19 @@ import {
 import {
   DEFAULT_PARTITIONING,
   planPartitions,
+  plannedWithoutReads,
   type PartitioningOptions,
 } from './partition-planner';
 import { runPool } from '../verify/verify-pass';
+
+/** Partition sets planned and written, not yet named by the job (CopyRunner.switchOn). */
+export interface PlannedSets {
+  /** The set of each planned namespace, by key. */
+  sets: Map<string, number>;
+  /** The job's next free set number after them. */
+  next: number;
+  partitions: PartitionRecord[];
+}
 
 /** Collections whose partitions are planned at once. */
 const PLANNING_CONCURRENCY = 8;
@@ -99,18 +109,71 @@ export class CopyRunner {
     return this.copyPending(signal);
   }
 
+  /**
+   * The partitions of the collections whose plan reads nothing (small or capped ones: one
+   * partition each), planned before the copy phase so that the job write recording the
+   * destination's preparation also switches their sets on (`switchOn`): at 100,000 small
+   * collections, one write of every namespace record fewer. Written now, invisible until then.
+   * Null when there is nothing to plan.
+   */
+  async planAhead(records: NamespaceRecord[], signal: AbortSignal): Promise<PlannedSets | null> {
+    const partitioning = { ...DEFAULT_PARTITIONING, ...this.options.partitioning };
+    const readless = records.filter(
+      (r) =>
+        r.type === 'collection' &&
+        r.partitionSet === undefined &&
+        plannedWithoutReads(r, partitioning),
+    );
+    return this.planSets(readless, this.session.source, signal);
+  }
+
+  /** Inside the job write that names them: the planned sets switched on. */
+  static switchOn(job: JobRecord, planned: PlannedSets): void {
+    job.nextPartitionSet = planned.next;
+    for (const ns of job.namespaces) {
+      const set = planned.sets.get(ns.key);
+      if (set !== undefined) ns.partitionSet = set;
+    }
+  }
+
+  /** After that write: the session sees the partitions. */
+  adopt(planned: PlannedSets): void {
+    this.session.partitions = [...this.session.partitions, ...planned.partitions];
+    this.options.logger.info('partitions planned', {
+      collections: planned.sets.size,
+      partitions: planned.partitions.length,
+    });
+  }
+
   private async partition(records: NamespaceRecord[], signal: AbortSignal): Promise<void> {
-    if (records.length === 0) return;
+    const { session } = this;
+    // Split points are sampled where the copy reads: a per-shard worker samples its own shard.
+    const sampled =
+      session.job.phase === 'prepared' && records.length > 0
+        ? await this.topology.copySource(session)
+        : session.source;
+    const planned = await this.planSets(records, sampled, signal);
+    if (!planned) return;
+    await session.save((job) => CopyRunner.switchOn(job, planned));
+    this.adopt(planned);
+  }
+
+  /**
+   * Plans `records`' partitions as new sets, numbered in catalog order from the job's next set,
+   * and writes them (invisible until a job write names their sets). Null: nothing planned.
+   */
+  private async planSets(
+    records: NamespaceRecord[],
+    sampled: SourceCluster,
+    signal: AbortSignal,
+  ): Promise<PlannedSets | null> {
+    if (records.length === 0) return null;
     const { session } = this;
     const partitioning = { ...DEFAULT_PARTITIONING, ...this.options.partitioning };
     const sets = new Map<string, number>();
-    const fresh: PartitionRecord[] = [];
     let next = session.job.nextPartitionSet;
-    // Split points are sampled where the copy reads: a per-shard worker samples its own shard.
-    const sampled =
-      session.job.phase === 'prepared' ? await this.topology.copySource(session) : session.source;
-    // Sets numbered in catalog order, planned several collections at a time (each plan is a
-    // few reads: with many small collections the round trips, not the reads, are the cost).
+    // Planned several collections at a time (each plan is a few reads: with many small
+    // collections the round trips, not the reads, are the cost).
     const planned: PartitionRecord[][] = [];
     for (const record of records) sets.set(record.key, next++);
     await runPool(
@@ -129,21 +192,11 @@ export class CopyRunner {
       PLANNING_CONCURRENCY,
       signal,
     );
-    if (signal.aborted) return;
-    for (const plan of planned) fresh.push(...plan);
-    await session.store.addPartitions(fresh);
-    await session.save((job) => {
-      job.nextPartitionSet = next;
-      for (const ns of job.namespaces) {
-        const set = sets.get(ns.key);
-        if (set !== undefined) ns.partitionSet = set;
-      }
-    });
-    session.partitions = [...session.partitions, ...fresh];
-    this.options.logger.info('partitions planned', {
-      collections: records.length,
-      partitions: fresh.length,
-    });
+    if (signal.aborted) return null;
+    const partitions: PartitionRecord[] = [];
+    for (const plan of planned) partitions.push(...plan);
+    await session.store.addPartitions(partitions);
+    return { sets, next, partitions };
   }
 
   private copier(source: SourceCluster): Copier {

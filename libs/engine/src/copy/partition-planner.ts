@@ -56,11 +56,7 @@ export async function planPartitions(
     copiedDocuments: 0,
   });
   if (ns.capped) return [make(0, {}, true)];
-  const wanted = Math.min(
-    options.maxPartitions,
-    Math.ceil(ns.estimatedBytes / options.targetBytes),
-    Math.max(1, ns.estimatedCount),
-  );
+  const wanted = partitionsWanted(ns, options);
   if (wanted <= 1) return [make(0, {})];
   const sample = uniqueSorted(
     await source.sampleSortedIds(
@@ -81,6 +77,25 @@ export async function planPartitions(
     partitions.push(make(i, { min: splits[i - 1], max: splits[i] }));
   partitions.push(make(splits.length, { min: splits[splits.length - 1] }));
   return partitions;
+}
+
+function partitionsWanted(ns: NamespaceRecord, options: PartitioningOptions): number {
+  return Math.min(
+    options.maxPartitions,
+    Math.ceil(ns.estimatedBytes / options.targetBytes),
+    Math.max(1, ns.estimatedCount),
+  );
+}
+
+/**
+ * Whether `planPartitions` plans this namespace without reading the source: a view (no
+ * partitions), a capped collection (one natural-order partition) or one too small to split.
+ */
+export function plannedWithoutReads(
+  ns: NamespaceRecord,
+  options: PartitioningOptions = DEFAULT_PARTITIONING,
+): boolean {
+  return ns.type !== 'collection' || !!ns.capped || partitionsWanted(ns, options) <= 1;
 }
 
 /** Drops adjacent duplicates of an already sorted list (`$sample` may repeat documents). */

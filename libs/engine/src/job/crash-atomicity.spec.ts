@@ -27,6 +27,9 @@ function world() {
       Array.from({ length: 120 }, (_, i) => ({ _id: i, v: new Int32(i), pad: 'p'.repeat(40) })),
     );
   }
+  // Small ones too: their one partition each is planned with the destination's preparation
+  // (CopyRunner.planAhead), the others' after it, by sampling.
+  for (const t of ['t0', 't1']) src.seed('shop', t, [{ _id: 1, v: new Int32(1) }, { _id: 2 }]);
   src.collection('shop', 'c0')!.indexes.push({ v: 2, key: { e: 1 }, name: 'e_1', unique: true });
   return { src, dst, directory: new FakeDirectory(src, dst) };
 }
@@ -64,6 +67,12 @@ describe('job metadata across a crash between any two writes', () => {
     await job.idle();
     expect(dst.store.job!.phase).toBe('copied');
     expect(dst.store.writes).toBeGreaterThan(10);
+    // The small collections' sets were planned ahead, with the preparation: numbered first.
+    const setOf = (c: string) =>
+      dst.store.job!.namespaces.find((ns) => ns.collection === c)!.partitionSet!;
+    expect(Math.max(setOf('t0'), setOf('t1'))).toBeLessThan(
+      Math.min(setOf('c0'), setOf('c1'), setOf('c2')),
+    );
     writesOfFullRun = dst.store.writes;
   });
 
@@ -95,7 +104,7 @@ describe('job metadata across a crash between any two writes', () => {
       await second.idle();
       const context = `crash before write ${k}`;
       expect([context, dst.store.job!.phase]).toEqual([context, 'copied']);
-      for (const c of ['c0', 'c1', 'c2'])
+      for (const c of ['c0', 'c1', 'c2', 't0', 't1'])
         expect([context, dump(dst, c)]).toEqual([context, dump(src, c)]);
       expect([...dst.store.partitions.values()].every((p) => p.status === 'done')).toBe(true);
       const copy = second.progress().collectionCopy!;

@@ -318,10 +318,17 @@ export class SyncRunner {
         (ns, key) =>
           presplitRangeKey(session.source, session.destination, ns, key, this.options.logger),
       );
+      // A lone worker plans the partitions that need no source read now, and this write
+      // switches them on with the preparation (a per-shard worker knows its share only after
+      // `beforeCopy`).
+      const ahead = job.shard ? null : await copy.planAhead(prepared, signal);
+      if (signal.aborted) return;
       await session.save((j) => {
         j.namespaces = prepared;
         j.phase = 'prepared';
+        if (ahead) CopyRunner.switchOn(j, ahead);
       });
+      if (ahead) copy.adopt(ahead);
       this.options.logger.info('destination prepared', {
         collections: prepared.filter((ns) => ns.type === 'collection').length,
         ms: Math.round(this.options.clock.now() - began),
