@@ -1,6 +1,6 @@
 import { BSON, Double, Int32 } from 'bson';
 import { silentLogger } from '../ports/engine-logger';
-import type { PartitionRecord } from '../ports/job-store';
+import type { JobStore, PartitionRecord } from '../ports/job-store';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import {
   Copier as RealCopier,
@@ -126,6 +126,68 @@ describe('Copier', () => {
       CopyWriteError,
     );
     expect([...destination.store.partitions.values()].some((p) => p.status === 'done')).toBe(false);
+  });
+
+  it('lanes do not wait for marks: many partitions share one mark write; run ends after all', async () => {
+    const { source, destination } = setup(400);
+    const parts = Array.from({ length: 40 }, (_, i) =>
+      partition(i, {
+        ...(i > 0 ? { min: i * 10 } : {}),
+        ...(i < 39 ? { max: (i + 1) * 10 } : {}),
+      }),
+    );
+    destination.store.partitions = new Map(parts.map((p) => [p._id, { ...p }]));
+    const writes: number[] = [];
+    const store = destination.store;
+    let release: () => void = () => undefined;
+    const slow = new Promise<void>((r) => (release = r));
+    // The first mark write is held: every other partition finishes meanwhile, so the marks
+    // gather into the next write instead of each lane waiting for its own.
+    (store as JobStore).markPartitionsDone = async (done) => {
+      writes.push(done.length);
+      if (writes.length === 1) await slow;
+      for (const d of done) await store.markPartitionDone(d.id, d.bytes, d.documents);
+    };
+    const copier = new Copier(source, destination, store, new CopyTally(), silentLogger, {
+      ...options,
+      concurrency: 2,
+      smallPartitionConcurrency: 2,
+      smallPartitionBytes: 1 << 20,
+    });
+    const running = copier.run(parts, new AbortController().signal);
+    let settled = false;
+    void running.then(() => (settled = true));
+    while (destination.collection('db', 'c')!.documents.length < 400)
+      await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    // Everything is copied; the run still waits for the held mark.
+    expect(settled).toBe(false);
+    expect(parts.some((p) => p.status === 'done')).toBe(false);
+    release();
+    expect(await running).toBe('completed');
+    expect(writes[0]).toBe(1);
+    expect(writes.reduce((a, b) => a + b, 0)).toBe(40);
+    expect(writes.length).toBeLessThanOrEqual(3);
+    expect(parts.every((p) => p.status === 'done')).toBe(true);
+  });
+
+  it('a mark that fails fails the run; its partition stays pending', async () => {
+    const { source, destination, parts } = setup();
+    (destination.store as JobStore).markPartitionsDone = async () => {
+      throw new Error('job store unreachable');
+    };
+    const copier = new Copier(
+      source,
+      destination,
+      destination.store,
+      new CopyTally(),
+      silentLogger,
+      options,
+    );
+    await expect(copier.run(parts, new AbortController().signal)).rejects.toThrow(
+      'job store unreachable',
+    );
+    expect(parts.some((p) => p.status === 'done')).toBe(false);
   });
 
   it('on abort leaves unfinished partitions pending and gives their bytes back', async () => {

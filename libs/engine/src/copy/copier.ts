@@ -78,6 +78,9 @@ export const DEFAULT_COPIER: CopierOptions = {
 
 export type CopyOutcome = 'completed' | 'aborted';
 
+/** Records a copied partition: `marked` runs once its mark is written (Copier.run). */
+type Marks = (item: { id: string; bytes: number; documents: number }, marked: () => void) => void;
+
 /** Where a partition is read from and written to. */
 export interface CopyTarget {
   /** The collection's current name on the source (may differ from the destination's). */
@@ -146,13 +149,29 @@ export class Copier {
     // Large partitions take one of `concurrency` slots (a semaphore of one unit each); small
     // ones only a lane.
     const large = new ByteBudget(concurrency);
-    const marks = new GroupCommit<{ id: string; bytes: number; documents: number }>((done) =>
+    const group = new GroupCommit<{ id: string; bytes: number; documents: number }>((done) =>
       this.store.markPartitionsDone
         ? this.store.markPartitionsDone(done)
         : Promise.all(
             done.map((d) => this.store.markPartitionDone(d.id, d.bytes, d.documents)),
           ).then(() => undefined),
     );
+    // A lane does not wait for its partition's mark: it copies its next partition while marks
+    // gather into one job-store write (with many small collections, groups of hundreds instead
+    // of one per lane). The run ends only once every mark is written; a failed one fails it.
+    const marking = new Set<Promise<void>>();
+    const marks: Marks = (item, marked) => {
+      const written = group.add(item).then(marked);
+      marking.add(written);
+      written.then(
+        () => marking.delete(written),
+        (error: unknown) => {
+          marking.delete(written);
+          firstError ??= error;
+          failure.abort();
+        },
+      );
+    };
     const worker = async (): Promise<void> => {
       while (!stop.aborted && next < queue.length) {
         const partition = queue[next++]!;
@@ -176,6 +195,7 @@ export class Copier {
     };
     const workers = Array.from({ length: Math.max(1, Math.min(lanes, queue.length)) }, worker);
     await Promise.all(workers);
+    while (marking.size > 0) await Promise.allSettled([...marking]);
     if (firstError !== null) throw firstError;
     return signal.aborted ? 'aborted' : 'completed';
   }
@@ -189,20 +209,21 @@ export class Copier {
   private async copyPartition(
     partition: PartitionRecord,
     signal: AbortSignal,
-    marks: GroupCommit<{ id: string; bytes: number; documents: number }>,
+    marks: Marks,
   ): Promise<void> {
     let target: CopyTarget | null = this.targets.resolve(partition);
     for (let attempt = 0; ; attempt++) {
       try {
         const documents = await this.copyRange(partition, target, signal);
         const bytes = this.tally.finish(partition._id);
-        // Recorded done only once its writes are acknowledged; marks finishing together share
-        // one job-store write.
-        await marks.add({ id: partition._id, bytes, documents });
-        partition.status = 'done';
-        partition.copiedBytes = bytes;
-        partition.copiedDocuments = documents;
-        this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
+        // Recorded done only once its writes are acknowledged (they are, here), and done in
+        // memory only once the mark is written; marks finishing together share one write.
+        marks({ id: partition._id, bytes, documents }, () => {
+          partition.status = 'done';
+          partition.copiedBytes = bytes;
+          partition.copiedDocuments = documents;
+          this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
+        });
         return;
       } catch (error) {
         this.tally.abandon(partition._id);
@@ -213,8 +234,9 @@ export class Copier {
           now: target ? `${target.source.db}.${target.source.coll}` : 'gone',
         });
         if (!target) {
-          await marks.add({ id: partition._id, bytes: 0, documents: 0 });
-          partition.status = 'done';
+          marks({ id: partition._id, bytes: 0, documents: 0 }, () => {
+            partition.status = 'done';
+          });
           return;
         }
       }
