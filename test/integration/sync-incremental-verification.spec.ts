@@ -270,10 +270,24 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     await job.start(request({ enableUserWriteBlocking: true }));
     // Every namespace verified, its metadata included (caughtUp): a namespace whose check
     // began before its last catalog change is left unsettled, and the final pass reads it.
-    const settled = () =>
-      job.progress().canCommit === true &&
-      (job.progress().verification as { namespacesVerified?: number }).namespacesVerified === 60 &&
-      (job.progress().verification as { caughtUp?: boolean }).caughtUp === true;
+    // And nothing left to check: the change stream starts at the last write before the start
+    // (inclusive), so the seed's last insert is applied again and its document re-checked —
+    // caughtUp allows such a check to be a moment away, the final pass would then read it too.
+    const settled = () => {
+      const verification = job.progress().verification as {
+        namespacesVerified?: number;
+        caughtUp?: boolean;
+        backlog?: { dirtyDocuments: number; dirtyRanges: number; uncheckedRanges: number };
+      };
+      return (
+        job.progress().canCommit === true &&
+        verification.namespacesVerified === 60 &&
+        verification.caughtUp === true &&
+        verification.backlog?.dirtyDocuments === 0 &&
+        verification.backlog.dirtyRanges === 0 &&
+        verification.backlog.uncheckedRanges === 0
+      );
+    };
     await waitFor(settled, 90_000, 'every namespace verified live', () =>
       JSON.stringify(job.progress().verification),
     );
