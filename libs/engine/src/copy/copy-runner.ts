@@ -4,7 +4,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { SyncTopology } from '../shards/topology';
 import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
-import { prepareCollection } from '../prepare/destination-preparer';
+import { createdByCopy, prepareCollection } from '../prepare/destination-preparer';
 import {
   Copier,
   DEFAULT_COPIER,
@@ -77,11 +77,34 @@ export class CopyRunner {
     const source = initial ? await this.topology.copySource(this.session) : this.session.source;
     const outcome = await this.copier(source).run(partitions, signal);
     if (outcome === 'aborted' || signal.aborted) return 'aborted';
+    await this.createUnwritten(mine, signal);
+    if (signal.aborted) return 'aborted';
     const keys = new Set(pending.map((r) => r.key));
     await this.session.save((job) => {
       for (const ns of job.namespaces) if (keys.has(ns.key)) ns.copy = 'done';
     });
     return 'completed';
+  }
+
+  /**
+   * The collections left to the copy's first insert (createdByCopy) that it wrote nothing to:
+   * created now, before they count as copied (a restart creates them again; creating an existing
+   * collection changes nothing).
+   */
+  private async createUnwritten(records: NamespaceRecord[], signal: AbortSignal): Promise<void> {
+    const buildIndexes = this.session.job.request.buildIndexes;
+    const unwritten = records.filter(
+      (r) =>
+        createdByCopy(r, buildIndexes) &&
+        this.session.partitionsOf(r.key).every((p) => p.copiedDocuments === 0),
+    );
+    await runPool(
+      unwritten.map(
+        (r) => () => this.session.destination.createCollection(r.database, r.collection, {}),
+      ),
+      PLANNING_CONCURRENCY,
+      signal,
+    );
   }
 
   /**

@@ -175,6 +175,35 @@ describe('SyncJob', () => {
     expect(p.collectionCopy!.estimatedCopiedBytes).toBeGreaterThan(1);
   });
 
+  it('the copy creates a default collection with its first insert, and one it wrote nothing to explicitly', async () => {
+    const { src, dst, directory } = world();
+    // Estimated at two documents when planned, empty by the time it is copied.
+    src.seed('shop', 'emptied', []);
+    const stats = src.collectionStats.bind(src);
+    src.collectionStats = async (database, collection) =>
+      collection === 'emptied' ? { bytes: 40, count: 2 } : stats(database, collection);
+    const created: string[] = [];
+    const create = dst.createCollection.bind(dst);
+    dst.createCollection = async (database, collection, options) => {
+      created.push(`${database}.${collection}`);
+      return create(database, collection, options);
+    };
+    const job = await boot(directory);
+    await job.start(request());
+    await job.idle();
+    // Default options, no secondary index, documents: created by the copy's inserts.
+    expect(created).not.toContain('shop.c1');
+    expect(created).not.toContain('shop.c2');
+    expect(created).not.toContain('crm.people');
+    // Options of its own (capped): created by the preparation.
+    expect(created).toContain('shop.log');
+    // Nothing written to it: created explicitly once its copy is done.
+    expect(created).toContain('shop.emptied');
+    expect(dst.collection('shop', 'emptied', false)).toMatchObject({ documents: [], options: {} });
+    expect(dst.collection('shop', 'c1', false)?.documents).toHaveLength(300);
+    expect(dst.collection('crm', 'people', false)?.documents).toEqual([{ _id: 'x' }]);
+  });
+
   it('operations outside their states answer named errors; commit/reverse are not faked', async () => {
     const { directory } = world();
     const job = await boot(directory);

@@ -85,7 +85,9 @@ export interface DestinationCluster {
   collMod(database: string, collection: string, options: Document): Promise<void>;
   /**
    * UNORDERED insert. Duplicate-key errors are counted, any other write error throws
-   * (with a message that names the namespace and the error, never a connection string).
+   * (with a message that names the namespace and the error, never a connection string). A
+   * missing collection is created with the default options, as the server's `insert` does (the
+   * copy relies on it: see createdByCopy).
    */
   insertUnordered(
     database: string,

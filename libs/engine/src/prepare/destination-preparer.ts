@@ -107,8 +107,10 @@ export async function prepareCollection(
   const plan = planDestinationIndexes(ns.indexes, buildIndexes);
   // `createIndexes` creates a missing collection with the default options: a collection with
   // no options of its own and indexes to build is created by it, one round trip fewer (a third
-  // of a multi-tenant source's collections). A sharded one is created explicitly, as before.
-  const implicit = plan.specs.length > 0 && Object.keys(options).length === 0 && !ns.shardKey;
+  // of a multi-tenant source's collections). One with nothing to build is created by the copy's
+  // first insert (createdByCopy). A sharded one is created explicitly, as before.
+  const implicit =
+    (plan.specs.length > 0 && isDefault(ns, options)) || createdByCopy(ns, buildIndexes);
   if (!implicit) await destination.createCollection(ns.database, ns.collection, options);
   if (plan.specs.length > 0)
     await destination.createIndexes(ns.database, ns.collection, plan.specs);
@@ -131,6 +133,31 @@ export async function prepareCollection(
     relaxed: plan.relaxed.length,
   });
   return { ...ns, relaxedIndexes: plan.relaxed };
+}
+
+/**
+ * Collections the copy creates: the server creates a missing collection, with the default
+ * options, on its first insert. One with the default options, no index to build, not sharded on
+ * the destination and documents to copy (as estimated when the sync was planned) is therefore
+ * not created by the preparation; with many small collections that is one round trip fewer for
+ * each of most of them. The copy creates explicitly those it wrote no document to (emptied since
+ * the estimate), so that every selected collection exists once copied.
+ */
+export function createdByCopy(
+  ns: NamespaceRecord,
+  buildIndexes: StartRequest['buildIndexes'],
+): boolean {
+  return (
+    ns.type === 'collection' &&
+    ns.estimatedBytes > 0 &&
+    isDefault(ns, collectionOptions(ns.options)) &&
+    planDestinationIndexes(ns.indexes, buildIndexes).specs.length === 0
+  );
+}
+
+/** Default options and no destination shard key: what an implicit creation gives. */
+function isDefault(ns: NamespaceRecord, options: Document): boolean {
+  return Object.keys(options).length === 0 && !ns.shardKey;
 }
 
 /** Options that `create` accepts; `uuid`-like listing-only fields are dropped. */
