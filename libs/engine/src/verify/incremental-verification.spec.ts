@@ -6,7 +6,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import type { DirtyTracker } from './dirty-tracker';
-import { Verification, VerificationFailedError } from './verification';
+import { Verification, VerificationFailedError, type VerificationOptions } from './verification';
 
 const logger: EngineLogger = {
   debug: () => undefined,
@@ -319,13 +319,19 @@ function smallCollections(n: number, options: (i: number) => Document = () => ({
 }
 
 /** A verifier on a clock that each of its sleeps moves on (the live pass runs at full speed). */
-function verifier() {
+function verifier(options: Partial<VerificationOptions> = {}) {
   let now = 0;
   const clock: Clock = {
     now: () => now,
     sleep: (ms, signal) => ((now += ms), systemClock.sleep(2, signal)),
   };
-  const verification = new Verification({ logger, clock, recheckMs: 100, caughtUpMs: 5_000 });
+  const verification = new Verification({
+    logger,
+    clock,
+    recheckMs: 100,
+    caughtUpMs: 5_000,
+    ...options,
+  });
   return { verification, advance: (ms: number) => (now += ms) };
 }
 
@@ -365,6 +371,28 @@ describe('many small collections', () => {
     expect(s.dst.batchedIndexListings).toBe(2);
     expect(s.src.indexListings + s.dst.indexListings).toBe(0);
     expect(s.verification.status(s.job, false)?.samples).toEqual([]);
+  });
+
+  it('a cycle with more metadata due than a slice checks every namespace, slice by slice', async () => {
+    const s = smallCollections(120);
+    s.verification = verifier({ metadataSlice: 50 }).verification;
+    for (const cluster of [s.src, s.dst])
+      for (let i = 0; i < 120; i++)
+        cluster
+          .collection('tenants', `t${i}`)!
+          .indexes.push({ v: 2, key: { _id: 1 }, name: '_id_' });
+    s.dst.collection('tenants', 't110')!.indexes.push({ v: 2, key: { s: 1 }, name: 's_1' });
+    await liveUntilCaughtUp(s);
+    // Slices of 50, 50 and 20: each lists its own collections' indexes in one read per side.
+    expect(s.src.batchedIndexListings).toBe(3);
+    expect(s.dst.batchedIndexListings).toBe(3);
+    // The last slice was checked too: its difference is named.
+    expect(s.verification.status(s.job, false)?.samples).toEqual([
+      expect.objectContaining({
+        namespace: 'tenants.t110',
+        problems: [expect.stringMatching(/s_1/)],
+      }),
+    ]);
   });
 
   it('a DDL that lands after a pass read its metadata leaves the namespace to the next pass', async () => {
