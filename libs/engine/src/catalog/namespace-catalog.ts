@@ -1,5 +1,5 @@
 import type { Document, Timestamp } from 'bson';
-import type { JobRecord, NamespaceRecord } from '../ports/job-store';
+import type { CopyPhase, JobRecord, NamespaceRecord } from '../ports/job-store';
 import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
 import { sharedDocument, sharedDocuments } from './shared-documents';
 
@@ -122,8 +122,18 @@ export class NamespaceCatalog {
 
   /** Collections whose copy has not finished (initial copy, or entered the sync later). */
   pendingCopies(): NamespaceRecord[] {
-    return this.records.filter((r) => r.type === 'collection' && r.copy === 'pending');
+    const { phase } = this.job();
+    return this.records.filter((r) => r.type === 'collection' && copyOf(r, phase) === 'pending');
   }
+}
+
+/** A record's copy status as of the job's phase (see NamespaceCopy). */
+export function copyOf(
+  record: Pick<NamespaceRecord, 'copy'>,
+  phase: CopyPhase,
+): 'pending' | 'done' | 'none' {
+  if (record.copy === 'initial') return phase === 'copied' ? 'done' : 'pending';
+  return record.copy;
 }
 
 /** Options that `create` accepts; listing-only fields are dropped. */

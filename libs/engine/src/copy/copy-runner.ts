@@ -41,8 +41,9 @@ export interface CopyRunnerOptions {
 
 /**
  * Copies the catalog's pending collections (the initial copy): partitions each one (a new partition
- * set written first, switched on by one job write), copies the partitions in parallel, then marks
- * the collections done in one job write. A crash anywhere leaves either the old set or the new one
+ * set written first, switched on by one job write), copies the partitions in parallel; the
+ * caller's phase write then records the initial copy's collections done (a collection that
+ * entered the sync later is marked done by this runner's own job write). A crash anywhere leaves either the old set or the new one
  * in effect, never a mix; a restart copies again what is not marked done.
  */
 export class CopyRunner {
@@ -79,10 +80,14 @@ export class CopyRunner {
     if (outcome === 'aborted' || signal.aborted) return 'aborted';
     await this.createUnwritten(mine, signal);
     if (signal.aborted) return 'aborted';
-    const keys = new Set(pending.map((r) => r.key));
-    await this.session.save((job) => {
-      for (const ns of job.namespaces) if (keys.has(ns.key)) ns.copy = 'done';
-    });
+    // The initial copy's collections are recorded copied by the job's phase (`copied`: one
+    // write however many there are); one that entered the sync later by its own record.
+    const keys = new Set(pending.filter((r) => r.copy === 'pending').map((r) => r.key));
+    if (keys.size > 0) {
+      await this.session.save((job) => {
+        for (const ns of job.namespaces) if (keys.has(ns.key)) ns.copy = 'done';
+      });
+    }
     return 'completed';
   }
 

@@ -1,4 +1,4 @@
-import { NamespaceCatalog } from '../catalog/namespace-catalog';
+import { copyOf, NamespaceCatalog } from '../catalog/namespace-catalog';
 import { isCopied } from '../progress/namespace-detail';
 import { CopyTally } from '../copy/copy-tally';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
@@ -181,7 +181,7 @@ export class JobSession {
   copiedNamespaces(): number {
     const now = this.clock.now();
     const cached = this.copiedCount;
-    // A job mutation (e.g. the copy's end marking every namespace copied) counts again at once;
+    // A job mutation (e.g. the copy's end: phase `copied`) counts again at once;
     // partitions finishing between saves show within a second.
     if (
       cached &&
@@ -191,8 +191,11 @@ export class JobSession {
     )
       return cached.value;
     let value = 0;
-    for (const n of this.record.namespaces)
-      if (isCopied(n, n.copy === 'pending' ? this.partitionsOf(n.key) : NO_PARTITIONS)) value += 1;
+    const { phase } = this.record;
+    for (const n of this.record.namespaces) {
+      const copy = copyOf(n, phase);
+      if (isCopied(copy, copy === 'pending' ? this.partitionsOf(n.key) : NO_PARTITIONS)) value += 1;
+    }
     this.copiedCount = { at: now, revision: this.revision, partitions: this.partitions, value };
     return value;
   }

@@ -204,6 +204,33 @@ describe('SyncJob', () => {
     expect(dst.collection('crm', 'people', false)?.documents).toEqual([{ _id: 'x' }]);
   });
 
+  it("the initial copy ends with one job write that rewrites no namespace record (phase 'copied')", async () => {
+    const { dst, directory } = world();
+    const saves: Array<{ phase: string; namespaces: string }> = [];
+    const save = dst.store.saveJob.bind(dst.store);
+    dst.store.saveJob = async (job) => {
+      saves.push({ phase: job.phase, namespaces: JSON.stringify(job.namespaces) });
+      return save(job);
+    };
+    const job = await boot(directory);
+    await job.start(request());
+    await job.idle();
+    const copied = saves.findIndex((s) => s.phase === 'copied');
+    expect(copied).toBeGreaterThan(0);
+    expect(saves[copied - 1]!.phase).toBe('prepared');
+    // The records the copy ended with are those it began with: still `initial`, done by phase.
+    expect(saves[copied]!.namespaces).toBe(saves[copied - 1]!.namespaces);
+    const stored = dst.store.job!.namespaces;
+    expect(stored.filter((n) => n.type === 'collection').map((n) => n.copy)).toEqual(
+      stored.filter((n) => n.type === 'collection').map(() => 'initial'),
+    );
+    // Progress counts them copied, view included.
+    expect(job.progress().namespaces).toMatchObject({
+      total: stored.length,
+      copied: stored.length,
+    });
+  });
+
   it('operations outside their states answer named errors; commit/reverse are not faked', async () => {
     const { directory } = world();
     const job = await boot(directory);

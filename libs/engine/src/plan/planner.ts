@@ -114,7 +114,7 @@ export async function planSync(
       }
       await runPool(
         chunk.map((info, i) => async () => {
-          described[from + i] = await describeNamespace(
+          const record = await describeNamespace(
             source,
             database,
             info,
@@ -122,6 +122,8 @@ export async function planSync(
             share,
             listed.get(info.name),
           );
+          // Copied by the initial copy: done once the job's phase is `copied`.
+          described[from + i] = record.copy === 'pending' ? { ...record, copy: 'initial' } : record;
         }),
         DESCRIBE_CONCURRENCY,
       );

@@ -68,8 +68,16 @@ export interface RelaxedIndex {
   relaxedExpireAfterSeconds: boolean;
 }
 
-/** Copy status of one namespace: `none` for views and collections created by change events. */
-export type NamespaceCopy = 'pending' | 'done' | 'none';
+/**
+ * Copy status of one namespace (`copyOf` reads it as of the job's phase):
+ * - `initial`: planned with the sync, copied by the initial copy: pending until the job reaches
+ *   phase `copied` — that one job write records all of them copied, whatever their number (no
+ *   record is rewritten);
+ * - `pending`: entered the sync later (or written by an older version): pending until its own
+ *   record says `done`;
+ * - `none`: views and collections created by change events (nothing to copy).
+ */
+export type NamespaceCopy = 'initial' | 'pending' | 'done' | 'none';
 
 /**
  * One synced namespace, identified by the source collection's UUID (views, which have none, by

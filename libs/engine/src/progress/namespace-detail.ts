@@ -1,5 +1,5 @@
 import type { JobSession } from '../job/job-session';
-import type { NamespaceRecord } from '../ports/job-store';
+import { copyOf } from '../catalog/namespace-catalog';
 
 export interface NamespaceProgress {
   namespace: string;
@@ -19,16 +19,16 @@ export interface NamespaceProgress {
 }
 
 /**
- * Whether a namespace's documents are all on the destination: marked copied, or every partition
- * of its set done (the catalog marks a whole copy's namespaces copied in one save at its end;
- * until then progress counts them by their partitions, so it moves while a copy of many small
- * collections runs).
+ * Whether a namespace's documents are all on the destination, given its copy status as of the
+ * job's phase (copyOf): copied, or every partition of its set done (the initial copy's
+ * namespaces count as copied once the job's phase is `copied`; until then progress counts them
+ * by their partitions, so it moves while a copy of many small collections runs).
  */
 export function isCopied(
-  record: NamespaceRecord,
+  copy: ReturnType<typeof copyOf>,
   partitions: ReadonlyArray<{ status: string }>,
 ): boolean {
-  if (record.copy !== 'pending') return true;
+  if (copy !== 'pending') return true;
   return partitions.length > 0 && partitions.every((p) => p.status === 'done');
 }
 
@@ -48,7 +48,7 @@ export function namespaceDetail(
     const state: NamespaceProgress['state'] =
       record.copy === 'none'
         ? 'created'
-        : isCopied(record, partitions)
+        : isCopied(copyOf(record, session.job.phase), partitions)
           ? verified.has(record.key)
             ? 'verified'
             : 'copied'

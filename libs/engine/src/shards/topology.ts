@@ -184,7 +184,7 @@ export class PerShardTopology implements SyncTopology {
       j.estimatedTotalBytes = plan.estimatedTotalBytes;
       j.namespaces = deepSnapshot(plan.namespaces).map((n) => {
         const { partitionSet: _unused, ...rest } = n;
-        return { ...rest, copy: n.copy === 'none' ? 'none' : 'pending' };
+        return { ...rest, copy: n.copy === 'none' ? 'none' : 'initial' };
       });
       j.shard = { ...j.shard!, sharding: plan.sharding };
       j.phase = 'prepared';

@@ -1,3 +1,4 @@
+import { copyOf } from '../catalog/namespace-catalog';
 import { isCopied } from '../progress/namespace-detail';
 import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
@@ -6,7 +7,7 @@ import type { ChangeEvent, Namespace } from '../apply/change-event';
 import type { JobSession } from '../job/job-session';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import type { CopyPhase, JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { IdRange } from '../ports/source-cluster';
 import {
@@ -497,7 +498,11 @@ export class Verification {
       const list: TrackedNamespace[] = [];
       for (const record of session.job.namespaces) {
         let entry = live.entries.get(record.key);
-        if (!entry || record.relaxedIndexes.length > 0 || record.copy === 'pending') {
+        if (
+          !entry ||
+          record.relaxedIndexes.length > 0 ||
+          copyOf(record, session.job.phase) === 'pending'
+        ) {
           const partitions = session.partitionsOf(record.key);
           entry = followEntry(session, topology, record, partitions, doneCount(partitions), true);
         }
@@ -532,7 +537,7 @@ export class Verification {
       const partitions = session.partitionsOf(record.key);
       const done = doneCount(partitions);
       let entry = entries.get(record.key);
-      if (!entry || !builtFrom(entry.from, record, partitions, done)) {
+      if (!entry || !builtFrom(entry.from, record, session.job.phase, partitions, done)) {
         if (entry) forget(targets, entry);
         entry = followEntry(session, topology, record, partitions, done, false);
         entries.set(record.key, entry);
@@ -884,7 +889,8 @@ interface BuiltFrom {
   database: string;
   collection: string;
   type: NamespaceRecord['type'];
-  copy: NamespaceRecord['copy'];
+  /** As of the job's phase (copyOf): an initial copy's record changes with the phase. */
+  copy: ReturnType<typeof copyOf>;
   partitionSet: number | undefined;
   estimatedBytes: number;
   relaxedIndexes: NamespaceRecord['relaxedIndexes'];
@@ -896,6 +902,7 @@ interface BuiltFrom {
 function builtFrom(
   from: BuiltFrom,
   r: NamespaceRecord,
+  phase: CopyPhase,
   partitions: readonly PartitionRecord[],
   done: number,
 ): boolean {
@@ -904,7 +911,7 @@ function builtFrom(
     r.database === from.database &&
     r.collection === from.collection &&
     r.type === from.type &&
-    r.copy === from.copy &&
+    copyOf(r, phase) === from.copy &&
     r.partitionSet === from.partitionSet &&
     r.estimatedBytes === from.estimatedBytes &&
     r.relaxedIndexes === from.relaxedIndexes &&
@@ -941,8 +948,9 @@ function followEntry(
   done: number,
   final: boolean,
 ): FollowEntry {
-  const { key, database, collection, type, copy, partitionSet, estimatedBytes } = record;
+  const { key, database, collection, type, partitionSet, estimatedBytes } = record;
   const { relaxedIndexes, shardKey } = record;
+  const copy = copyOf(record, session.job.phase);
   const name = `${database}.${collection}`;
   const entry: FollowEntry = {
     name,
@@ -981,7 +989,7 @@ function followEntry(
     // The copy finishing keeps the signature: ranges checked while it ran stay checked.
     signature: `${key}|${partitionSet ?? '-'}|${copy === 'none' ? 'none' : 'copied'}|${type}`,
     ranges: target.ranges,
-    ready: readiness(record, partitions, target.ranges.length),
+    ready: readiness(copy, partitions, target.ranges.length),
     natural: partitions.some((p) => p.natural),
     view: type === 'view',
   };
@@ -1054,15 +1062,15 @@ function noneDiffers(entries: Iterable<{ differs: number }>): boolean {
 
 /** Which ranges are copied (a range is checked only then): all, once the namespace is. */
 function readiness(
-  record: NamespaceRecord,
+  copy: ReturnType<typeof copyOf>,
   partitions: ReadonlyArray<{ status: string; natural: boolean }>,
   ranges: number,
 ): boolean[] | undefined {
-  if (record.copy !== 'pending') return undefined;
+  if (copy !== 'pending') return undefined;
   // Read whole once the namespace is copied (`isCopied`: no partitions in the session yet is
   // nothing copied, so a range is never read before its copy landed).
   if (partitions.some((p) => p.natural) || partitions.length !== ranges) {
-    const all = isCopied(record, partitions);
+    const all = isCopied(copy, partitions);
     return Array.from({ length: ranges }, () => all);
   }
   return partitions.map((p) => p.status === 'done');
