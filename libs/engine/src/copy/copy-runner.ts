@@ -3,7 +3,7 @@ import type { JobSession } from '../job/job-session';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { SyncTopology } from '../shards/topology';
-import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { createdByCopy, prepareCollection } from '../prepare/destination-preparer';
 import {
   Copier,
@@ -15,19 +15,12 @@ import {
 import {
   DEFAULT_PARTITIONING,
   planPartitions,
-  plannedWithoutReads,
+  planReadless,
+  switchOnSets,
   type PartitioningOptions,
+  type PlannedSets,
 } from './partition-planner';
 import { runPool } from '../verify/verify-pass';
-
-/** Partition sets planned and written, not yet named by the job (CopyRunner.switchOn). */
-export interface PlannedSets {
-  /** The set of each planned namespace, by key. */
-  sets: Map<string, number>;
-  /** The job's next free set number after them. */
-  next: number;
-  partitions: PartitionRecord[];
-}
 
 /** Collections whose partitions are planned at once. */
 const PLANNING_CONCURRENCY = 8;
@@ -139,29 +132,22 @@ export class CopyRunner {
 
   /**
    * The partitions of the collections whose plan reads nothing (small or capped ones: one
-   * partition each), planned before the copy phase so that the job write recording the
-   * destination's preparation also switches their sets on (`switchOn`): at 100,000 small
-   * collections, one write of every namespace record fewer. Written now, invisible until then.
-   * Null when there is nothing to plan.
+   * partition each) that have no set yet, written now and switched on by the job write that
+   * records the destination's preparation (`switchOnSets`). A lone worker's start plans them
+   * already (its first job write names them); this covers a job planned without them. Null
+   * when there is nothing to plan.
    */
-  async planAhead(records: NamespaceRecord[], signal: AbortSignal): Promise<PlannedSets | null> {
-    const partitioning = { ...DEFAULT_PARTITIONING, ...this.options.partitioning };
-    const readless = records.filter(
-      (r) =>
-        r.type === 'collection' &&
-        r.partitionSet === undefined &&
-        plannedWithoutReads(r, partitioning),
+  async planAhead(records: NamespaceRecord[]): Promise<PlannedSets | null> {
+    const { session } = this;
+    const planned = await planReadless(
+      session.source,
+      records,
+      session.job.nextPartitionSet,
+      this.options.syncID,
+      { ...DEFAULT_PARTITIONING, ...this.options.partitioning },
     );
-    return this.planSets(readless, this.session.source, signal);
-  }
-
-  /** Inside the job write that names them: the planned sets switched on. */
-  static switchOn(job: JobRecord, planned: PlannedSets): void {
-    job.nextPartitionSet = planned.next;
-    for (const ns of job.namespaces) {
-      const set = planned.sets.get(ns.key);
-      if (set !== undefined) ns.partitionSet = set;
-    }
+    if (planned) await session.store.addPartitions(planned.partitions);
+    return planned;
   }
 
   /** After that write: the session sees the partitions. */
@@ -182,7 +168,7 @@ export class CopyRunner {
         : session.source;
     const planned = await this.planSets(records, sampled, signal);
     if (!planned) return;
-    await session.save((job) => CopyRunner.switchOn(job, planned));
+    await session.save((job) => switchOnSets(job, planned));
     this.adopt(planned);
   }
 

@@ -1,5 +1,5 @@
 import { BSON } from 'bson';
-import type { NamespaceRecord, PartitionRecord } from '../ports/job-store';
+import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 
 export interface PartitioningOptions {
@@ -108,4 +108,47 @@ function uniqueSorted(ids: unknown[]): unknown[] {
     previous = key;
   }
   return out;
+}
+
+/** Partition sets planned and written, not yet named by the job (switchOnSets does). */
+export interface PlannedSets {
+  /** The set of each planned namespace, by key. */
+  sets: Map<string, number>;
+  /** The job's next free set number after them. */
+  next: number;
+  partitions: PartitionRecord[];
+}
+
+/**
+ * The partitions of the collections planned without reads (`plannedWithoutReads`: small or
+ * capped, one partition each) that have no set yet, their sets numbered in catalog order from
+ * `first`. The caller writes them, then a job write names their sets. Null: none to plan.
+ */
+export async function planReadless(
+  source: SourceCluster,
+  records: NamespaceRecord[],
+  first: number,
+  syncID: string,
+  options: PartitioningOptions = DEFAULT_PARTITIONING,
+): Promise<PlannedSets | null> {
+  const sets = new Map<string, number>();
+  const partitions: PartitionRecord[] = [];
+  let next = first;
+  for (const record of records) {
+    if (record.type !== 'collection' || record.partitionSet !== undefined) continue;
+    if (!plannedWithoutReads(record, options)) continue;
+    const set = next++;
+    sets.set(record.key, set);
+    partitions.push(...(await planPartitions(source, record, { syncID, set }, options)));
+  }
+  return sets.size > 0 ? { sets, next, partitions } : null;
+}
+
+/** Inside the job write that names them: the planned sets switched on. */
+export function switchOnSets(job: JobRecord, planned: PlannedSets): void {
+  job.nextPartitionSet = planned.next;
+  for (const ns of job.namespaces) {
+    const set = planned.sets.get(ns.key);
+    if (set !== undefined) ns.partitionSet = set;
+  }
 }

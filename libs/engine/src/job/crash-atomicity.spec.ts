@@ -27,8 +27,8 @@ function world() {
       Array.from({ length: 120 }, (_, i) => ({ _id: i, v: new Int32(i), pad: 'p'.repeat(40) })),
     );
   }
-  // Small ones too: their one partition each is planned with the destination's preparation
-  // (CopyRunner.planAhead), the others' after it, by sampling.
+  // Small ones too: their one partition each is planned by the start and named by its job
+  // write (planReadless), the others' when the copy begins, by sampling.
   for (const t of ['t0', 't1']) src.seed('shop', t, [{ _id: 1, v: new Int32(1) }, { _id: 2 }]);
   src.collection('shop', 'c0')!.indexes.push({ v: 2, key: { e: 1 }, name: 'e_1', unique: true });
   return { src, dst, directory: new FakeDirectory(src, dst) };

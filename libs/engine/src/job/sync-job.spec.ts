@@ -3,6 +3,7 @@ import { BSON, Int32 } from 'bson';
 import { silentLogger } from '../ports/engine-logger';
 import { FakeCluster, FakeDirectory, replicaSet } from '../testing/in-memory-clusters';
 import { HistoryLostError } from '../apply/errors';
+import type { NamespaceRecord } from '../ports/job-store';
 import type { ChangeApplication, PhaseContext } from './phases';
 import { SyncJob, type SyncJobOptions } from './sync-job';
 
@@ -229,6 +230,39 @@ describe('SyncJob', () => {
       total: stored.length,
       copied: stored.length,
     });
+  });
+
+  it("a lone worker's first job write names its small collections' partitions; preparing rewrites no other record", async () => {
+    const { dst, directory } = world();
+    const saves: Array<{ phase: string; namespaces: NamespaceRecord[] }> = [];
+    const save = dst.store.saveJob.bind(dst.store);
+    dst.store.saveJob = async (job) => {
+      saves.push({ phase: job.phase, namespaces: JSON.parse(JSON.stringify(job.namespaces)) });
+      return save(job);
+    };
+    const job = await boot(directory);
+    await job.start(request());
+    await job.idle();
+    const [planned, prepared] = saves;
+    expect(planned!.phase).toBe('planned');
+    expect(prepared!.phase).toBe('prepared');
+    const set = (n: NamespaceRecord[], coll: string) =>
+      n.find((r) => r.collection === coll)?.partitionSet;
+    // One partition each, no read: planned by start, named by its write (sets 1 and 2).
+    expect([set(planned!.namespaces, 'people'), set(planned!.namespaces, 'log')].sort()).toEqual([
+      1, 2,
+    ]);
+    // Split by sampling: planned when the copy begins.
+    expect(set(planned!.namespaces, 'c1')).toBeUndefined();
+    // The preparation's write changes only the record whose indexes it relaxed.
+    const before = new Map(planned!.namespaces.map((r) => [r.key, JSON.stringify(r)]));
+    const changed = prepared!.namespaces
+      .filter((r) => JSON.stringify(r) !== before.get(r.key))
+      .map((r) => r.collection);
+    expect(changed).toEqual(['c0']);
+    // Copied all the same.
+    expect(dst.collection('crm', 'people', false)?.documents).toEqual([{ _id: 'x' }]);
+    expect(dst.collection('shop', 'log', false)?.documents).toHaveLength(2);
   });
 
   it('operations outside their states answer named errors; commit/reverse are not faked', async () => {

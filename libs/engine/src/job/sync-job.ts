@@ -139,8 +139,9 @@ export class SyncJob implements SyncEngine {
         checkTopology: this.options.checkTopology,
         maxNamespaces: this.options.maxNamespaces,
         partitionTargetBytes: this.options.partitioning?.targetBytes,
+        partitioning: this.options.partitioning,
       });
-      this.adopt({ job: started.job, partitions: [] }, started.hosts);
+      this.adopt({ job: started.job, partitions: started.partitions }, started.hosts);
       this.current = 'RUNNING';
       this.runner!.start();
     });

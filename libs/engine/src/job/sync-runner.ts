@@ -5,6 +5,7 @@ import { RetryCounter, type InPlaceRetryOptions } from '../faults/retry-in-place
 import { isSyncedNamespace } from '../apply/namespace-rules';
 import { CatalogEventRouter } from '../catalog/event-router';
 import { CopyRunner } from '../copy/copy-runner';
+import { switchOnSets } from '../copy/partition-planner';
 import type { CopierOptions } from '../copy/copier';
 import type { PartitioningOptions } from '../copy/partition-planner';
 import { NamespaceFilter } from '../namespaces/namespace-filter';
@@ -318,15 +319,15 @@ export class SyncRunner {
         (ns, key) =>
           presplitRangeKey(session.source, session.destination, ns, key, this.options.logger),
       );
-      // A lone worker plans the partitions that need no source read now, and this write
-      // switches them on with the preparation (a per-shard worker knows its share only after
-      // `beforeCopy`).
-      const ahead = job.shard ? null : await copy.planAhead(prepared, signal);
+      // A lone worker's start planned the partitions that need no source read (its first job
+      // write named them); any left are planned now and switched on by this write (a per-shard
+      // worker knows its share only after `beforeCopy`).
+      const ahead = job.shard ? null : await copy.planAhead(prepared);
       if (signal.aborted) return;
       await session.save((j) => {
         j.namespaces = prepared;
         j.phase = 'prepared';
-        if (ahead) CopyRunner.switchOn(j, ahead);
+        if (ahead) switchOnSets(j, ahead);
       });
       if (ahead) copy.adopt(ahead);
       this.options.logger.info('destination prepared', {

@@ -15,7 +15,18 @@ import type { ClusterDescription } from '../ports/cluster-description';
 import type { ClusterDirectory } from '../ports/cluster-directory';
 import type { CoordinationRecord, CoordinationStore } from '../ports/coordination-store';
 import type { EngineLogger } from '../ports/engine-logger';
-import type { CommandRecord, JobRecord, ShardAssignment } from '../ports/job-store';
+import type {
+  CommandRecord,
+  JobRecord,
+  PartitionRecord,
+  ShardAssignment,
+} from '../ports/job-store';
+import {
+  DEFAULT_PARTITIONING,
+  planReadless,
+  switchOnSets,
+  type PartitioningOptions,
+} from '../copy/partition-planner';
 import { planSync } from '../plan/planner';
 import { planSharding } from '../prepare/sharding-plan';
 import { assertDestinationEmpty, DestinationNotEmptyError } from '../prepare/destination-preparer';
@@ -92,11 +103,14 @@ export async function checkStart(
 export interface StartedJob {
   job: JobRecord;
   hosts: { source: string; destination: string };
+  /** The partitions its first write named (a lone worker's small and capped collections). */
+  partitions: PartitionRecord[];
 }
 
 /**
  * `start`: validates against the clusters, plans (T0 first), checks the destination is empty
- * and persists the job in ONE write (the job document holds its whole plan). Nothing is written
+ * and persists the job in ONE write (the job and its catalog; a lone worker's small collections'
+ * partitions are written just before it, invisible until it names them). Nothing is written
  * before every check passed, so a refused start changes nothing.
  */
 export async function startJob(
@@ -117,6 +131,8 @@ export async function startJob(
     maxNamespaces?: { limit: number; why: string };
     /** The copy's partition target (SyncJobOptions.partitioning), for planning estimates. */
     partitionTargetBytes?: number;
+    /** How the copy partitions collections (SyncJobOptions.partitioning). */
+    partitioning?: Partial<PartitioningOptions>;
   },
 ): Promise<StartedJob> {
   const { clusters, logger } = deps;
@@ -158,7 +174,7 @@ export async function startJob(
       shard: shard.id,
       coordinatorID: shard.coordinatorID,
     });
-    return { job, hosts };
+    return { job, hosts, partitions: [] };
   }
 
   // The lead worker stops both balancers before T0, so the chunk map it records stays true. A
@@ -243,9 +259,27 @@ export async function startJob(
         createdAt: deps.now,
       });
     }
+    // A lone worker plans its small and capped collections' partitions now (one each, no read),
+    // written before the job and named by its first write: no later job write rewrites every
+    // namespace record to switch them on. (A per-shard worker knows its share only once its copy
+    // begins.) Unnamed, they are invisible: a start that fails here leaves nothing in force.
+    const ahead = shard
+      ? null
+      : await planReadless(source, job.namespaces, job.nextPartitionSet, deps.syncID, {
+          ...DEFAULT_PARTITIONING,
+          ...deps.partitioning,
+        });
+    if (ahead) {
+      await store.addPartitions(ahead.partitions);
+      switchOnSets(job, ahead);
+      logger.info('partitions planned', {
+        collections: ahead.sets.size,
+        partitions: ahead.partitions.length,
+      });
+    }
     await store.saveJob(job);
     logger.info('sync started', { source: request.source, destination: request.destination });
-    return { job, hosts };
+    return { job, hosts, partitions: ahead?.partitions ?? [] };
   } catch (error) {
     if (balancers) await restoreBalancers(source, destination, balancers).catch(() => undefined);
     throw error;
