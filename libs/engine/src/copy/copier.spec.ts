@@ -72,6 +72,20 @@ class Copier extends RealCopier {
   }
 }
 
+/** A copier from a setup's source to its destination, recording into the destination's store. */
+const copierOf = (
+  w: { source: FakeCluster; destination: FakeCluster },
+  copierOptions: CopierOptions = options,
+) =>
+  new Copier(
+    w.source,
+    w.destination,
+    w.destination.store,
+    new CopyTally(),
+    silentLogger,
+    copierOptions,
+  );
+
 describe('Copier', () => {
   it('copies every partition exactly, records each as done and counts real bytes', async () => {
     const { source, destination, parts, totalBytes } = setup();
@@ -99,14 +113,7 @@ describe('Copier', () => {
       source.collection('db', 'c')!.documents.slice(0, 300),
     );
     parts[2]!.status = 'done';
-    const copier = new Copier(
-      source,
-      destination,
-      destination.store,
-      new CopyTally(),
-      silentLogger,
-      options,
-    );
+    const copier = copierOf({ source, destination });
     expect(await copier.run(parts, new AbortController().signal)).toBe('completed');
     expect(destination.collection('db', 'c')!.documents).toHaveLength(700);
   });
@@ -114,14 +121,7 @@ describe('Copier', () => {
   it('fails loudly on any other write error and stops the other partitions', async () => {
     const { source, destination, parts } = setup();
     destination.failInsert = (ns) => new Error(`document failed validation in ${ns}`);
-    const copier = new Copier(
-      source,
-      destination,
-      destination.store,
-      new CopyTally(),
-      silentLogger,
-      options,
-    );
+    const copier = copierOf({ source, destination });
     await expect(copier.run(parts, new AbortController().signal)).rejects.toBeInstanceOf(
       CopyWriteError,
     );
@@ -176,14 +176,7 @@ describe('Copier', () => {
     (destination.store as JobStore).markPartitionsDone = async () => {
       throw new Error('job store unreachable');
     };
-    const copier = new Copier(
-      source,
-      destination,
-      destination.store,
-      new CopyTally(),
-      silentLogger,
-      options,
-    );
+    const copier = copierOf({ source, destination });
     await expect(copier.run(parts, new AbortController().signal)).rejects.toThrow(
       'job store unreachable',
     );
@@ -213,12 +206,8 @@ describe('Copier memory bound', () => {
   it('never holds more document bytes than maxBytesInFlight across all partitions', async () => {
     const { source, destination, parts, totalBytes } = setup(3000);
     const capacity = 4096;
-    const copier = new Copier(
-      source,
-      destination,
-      destination.store,
-      new CopyTally(),
-      silentLogger,
+    const copier = copierOf(
+      { source, destination },
       {
         concurrency: 3,
         writeBatchBytes: 1024,
@@ -245,14 +234,7 @@ describe('Copier memory bound', () => {
   it('gives every byte back when the copy fails or is aborted', async () => {
     const failing = setup();
     failing.destination.failInsert = (ns) => new Error(`rejected in ${ns}`);
-    const copier = new Copier(
-      failing.source,
-      failing.destination,
-      failing.destination.store,
-      new CopyTally(),
-      silentLogger,
-      { ...options, maxBytesInFlight: 2048 },
-    );
+    const copier = copierOf(failing, { ...options, maxBytesInFlight: 2048 });
     await expect(copier.run(failing.parts, new AbortController().signal)).rejects.toBeInstanceOf(
       CopyWriteError,
     );
@@ -261,14 +243,7 @@ describe('Copier memory bound', () => {
     const slow = setup();
     slow.source.readDelayMs = 5;
     const controller = new AbortController();
-    const aborted = new Copier(
-      slow.source,
-      slow.destination,
-      slow.destination.store,
-      new CopyTally(),
-      silentLogger,
-      { ...options, maxBytesInFlight: 2048 },
-    );
+    const aborted = copierOf(slow, { ...options, maxBytesInFlight: 2048 });
     const run = aborted.run(slow.parts, controller.signal);
     await new Promise((r) => setTimeout(r, 30));
     controller.abort();
