@@ -1,5 +1,5 @@
 import type { Document, Timestamp } from 'bson';
-import type { CopyPhase, JobRecord, NamespaceRecord } from '../ports/job-store';
+import type { CopyPhase, JobRecord, NamespaceCopy, NamespaceRecord } from '../ports/job-store';
 import type { CollectionInfo, SourceCluster } from '../ports/source-cluster';
 import { sharedDocument, sharedDocuments } from './shared-documents';
 
@@ -127,11 +127,11 @@ export class NamespaceCatalog {
   }
 }
 
-/** A record's copy status as of the job's phase (see NamespaceCopy). */
-export function copyOf(
-  record: Pick<NamespaceRecord, 'copy'>,
-  phase: CopyPhase,
-): 'pending' | 'done' | 'none' {
+/** A record's copy status as of the job's phase (`initial` resolved: see NamespaceCopy). */
+export type CopyStatus = Exclude<NamespaceCopy, 'initial'>;
+
+/** A record's copy status as of the job's phase. */
+export function copyOf(record: Pick<NamespaceRecord, 'copy'>, phase: CopyPhase): CopyStatus {
   if (record.copy === 'initial') return phase === 'copied' ? 'done' : 'pending';
   return record.copy;
 }

@@ -36,8 +36,9 @@ export interface CopyRunnerOptions {
  * Copies the catalog's pending collections (the initial copy): partitions each one (a new partition
  * set written first, switched on by one job write), copies the partitions in parallel; the
  * caller's phase write then records the initial copy's collections done (a collection that
- * entered the sync later is marked done by this runner's own job write). A crash anywhere leaves either the old set or the new one
- * in effect, never a mix; a restart copies again what is not marked done.
+ * entered the sync later is marked done by this runner's own job write). A crash anywhere
+ * leaves either the old set or the new one in effect, never a mix; a restart copies again what
+ * is not marked done.
  */
 export class CopyRunner {
   /** Current source names by collection key (moved by source DDL during the copy). */

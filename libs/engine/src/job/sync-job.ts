@@ -138,7 +138,6 @@ export class SyncJob implements SyncEngine {
         now: new Date(this.clock.now()),
         checkTopology: this.options.checkTopology,
         maxNamespaces: this.options.maxNamespaces,
-        partitionTargetBytes: this.options.partitioning?.targetBytes,
         partitioning: this.options.partitioning,
       });
       this.adopt({ job: started.job, partitions: started.partitions }, started.hosts);

@@ -129,9 +129,8 @@ export async function startJob(
     claim?: (coordination: CoordinationStore) => Promise<void>;
     /** The most namespaces this worker's memory holds (SyncJobOptions.maxNamespaces). */
     maxNamespaces?: { limit: number; why: string };
-    /** The copy's partition target (SyncJobOptions.partitioning), for planning estimates. */
-    partitionTargetBytes?: number;
-    /** How the copy partitions collections (SyncJobOptions.partitioning). */
+    /** How the copy partitions collections (SyncJobOptions.partitioning); planning estimates
+     * use its target. */
     partitioning?: Partial<PartitioningOptions>;
   },
 ): Promise<StartedJob> {
@@ -203,7 +202,7 @@ export async function startJob(
       await destination.setBalancer(false);
     }
     const plan = await planSync(source, filter, logger, {
-      partitionTargetBytes: deps.partitionTargetBytes,
+      partitionTargetBytes: deps.partitioning?.targetBytes,
     });
     const cap = deps.maxNamespaces;
     if (cap && plan.namespaces.length > cap.limit) {

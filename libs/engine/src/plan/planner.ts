@@ -122,8 +122,10 @@ export async function planSync(
             share,
             listed.get(info.name),
           );
-          // Copied by the initial copy: done once the job's phase is `copied`.
-          described[from + i] = record.copy === 'pending' ? { ...record, copy: 'initial' } : record;
+          // Copied by the initial copy: done once the job's phase is `copied` (a fresh record:
+          // set in place).
+          if (record.copy === 'pending') record.copy = 'initial';
+          described[from + i] = record;
         }),
         DESCRIBE_CONCURRENCY,
       );

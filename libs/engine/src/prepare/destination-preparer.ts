@@ -110,7 +110,7 @@ export async function prepareCollection(
   // of a multi-tenant source's collections). One with nothing to build is created by the copy's
   // first insert (createdByCopy). A sharded one is created explicitly, as before.
   const implicit =
-    (plan.specs.length > 0 && isDefault(ns, options)) || createdByCopy(ns, buildIndexes);
+    isDefault(ns, options) && (plan.specs.length > 0 || leftToCopy(ns, plan.specs.length));
   if (!implicit) await destination.createCollection(ns.database, ns.collection, options);
   if (plan.specs.length > 0)
     await destination.createIndexes(ns.database, ns.collection, plan.specs);
@@ -148,11 +148,14 @@ export function createdByCopy(
   buildIndexes: StartRequest['buildIndexes'],
 ): boolean {
   return (
-    ns.type === 'collection' &&
-    ns.estimatedBytes > 0 &&
     isDefault(ns, collectionOptions(ns.options)) &&
-    planDestinationIndexes(ns.indexes, buildIndexes).specs.length === 0
+    leftToCopy(ns, planDestinationIndexes(ns.indexes, buildIndexes).specs.length)
   );
+}
+
+/** A default collection with no index to build and documents to copy (createdByCopy). */
+function leftToCopy(ns: NamespaceRecord, indexesToBuild: number): boolean {
+  return ns.type === 'collection' && ns.estimatedBytes > 0 && indexesToBuild === 0;
 }
 
 /** Default options and no destination shard key: what an implicit creation gives. */

@@ -1,5 +1,5 @@
 import type { JobSession } from '../job/job-session';
-import { copyOf } from '../catalog/namespace-catalog';
+import { copyOf, type CopyStatus } from '../catalog/namespace-catalog';
 
 export interface NamespaceProgress {
   namespace: string;
@@ -24,10 +24,7 @@ export interface NamespaceProgress {
  * namespaces count as copied once the job's phase is `copied`; until then progress counts them
  * by their partitions, so it moves while a copy of many small collections runs).
  */
-export function isCopied(
-  copy: ReturnType<typeof copyOf>,
-  partitions: ReadonlyArray<{ status: string }>,
-): boolean {
+export function isCopied(copy: CopyStatus, partitions: ReadonlyArray<{ status: string }>): boolean {
   if (copy !== 'pending') return true;
   return partitions.length > 0 && partitions.every((p) => p.status === 'done');
 }

@@ -1,4 +1,4 @@
-import { copyOf } from '../catalog/namespace-catalog';
+import { copyOf, type CopyStatus } from '../catalog/namespace-catalog';
 import { isCopied } from '../progress/namespace-detail';
 import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
@@ -890,7 +890,7 @@ interface BuiltFrom {
   collection: string;
   type: NamespaceRecord['type'];
   /** As of the job's phase (copyOf): an initial copy's record changes with the phase. */
-  copy: ReturnType<typeof copyOf>;
+  copy: CopyStatus;
   partitionSet: number | undefined;
   estimatedBytes: number;
   relaxedIndexes: NamespaceRecord['relaxedIndexes'];
@@ -1062,7 +1062,7 @@ function noneDiffers(entries: Iterable<{ differs: number }>): boolean {
 
 /** Which ranges are copied (a range is checked only then): all, once the namespace is. */
 function readiness(
-  copy: ReturnType<typeof copyOf>,
+  copy: CopyStatus,
   partitions: ReadonlyArray<{ status: string; natural: boolean }>,
   ranges: number,
 ): boolean[] | undefined {
