@@ -14,6 +14,7 @@ export * from './copy/copy-tally';
 export * from './copy/insert-batcher';
 export * from './job/phases';
 export * from './job/change-event-application';
+export { DEFAULT_LANES } from './apply/change-applier';
 export * from './progress/progress-report';
 export * from './progress/progress-snapshot';
 export * from './progress/namespace-detail';

@@ -17,6 +17,7 @@ describe('engineTuning (launch config → createSyncEngine options)', () => {
         balancerWatch: { intervalMs: 3000 },
         changeApplication: {
           lanes: 16,
+          minLanes: 2,
           maxInFlight: 500,
           checkpointIntervalMs: 200,
           checkpointEveryEvents: 100,
@@ -41,6 +42,7 @@ describe('engineTuning (launch config → createSyncEngine options)', () => {
         commitLagLimitSeconds: 5,
         applier: {
           lanes: 16,
+          minLanes: 2,
           maxInFlight: 500,
           checkpointIntervalMs: 200,
           checkpointEveryEvents: 100,

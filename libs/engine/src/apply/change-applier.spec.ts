@@ -30,7 +30,10 @@ function setup(
     checkpoints,
     router,
     startAtOperationTime: ts(100),
+    // Four lanes always (these tests are about writes running in parallel lanes); the lane
+    // count's adaptation has its own tests.
     lanes: 4,
+    minLanes: 4,
     checkpointIntervalMs: 0,
     ...extra,
   });
@@ -148,7 +151,7 @@ describe('ChangeApplier', () => {
     const slow = crud('insert', 1, 101);
     const fast = crud('insert', 2, 102);
     const feed = new FakeFeed([batch([slow, fast])]);
-    const { applier, writer, checkpoints } = setup(feed, { lanes: 16 });
+    const { applier, writer, checkpoints } = setup(feed, { lanes: 16, minLanes: 16 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const origBulk = writer.bulkWrite.bind(writer);
@@ -185,7 +188,7 @@ describe('ChangeApplier', () => {
       txnNumber: 7,
     }));
     const feed = new FakeFeed([batch(events)]);
-    const { applier, writer, checkpoints } = setup(feed, { lanes: 16 });
+    const { applier, writer, checkpoints } = setup(feed, { lanes: 16, minLanes: 16 });
     for (const id of [1, 2, 3, 4, 5]) writer.docs.set(`d.c|${id}`, { _id: id });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -287,5 +290,72 @@ describe('ChangeApplier', () => {
     expect(writer.bulks).toEqual([]);
     expect(applier.stats().ignoredEvents).toBe(1);
     expect(checkpoints.saved[0].resumeToken).toEqual(tokenAt(110));
+  });
+
+  describe('the lanes in use', () => {
+    /** `n` inserts of new documents (ids from `first`) in one namespace, one feed batch. */
+    const inserts = (first: number, n: number, t: number, coll = 'c') =>
+      batch(Array.from({ length: n }, (_, k) => crud('insert', first + k, t, { v: 0 }, coll)));
+    const updates = (first: number, n: number, t: number, coll = 'c') =>
+      batch(Array.from({ length: n }, (_, k) => crud('update', first + k, t, { v: t }, coll)));
+
+    /** A clock that moves 100 ms each time it is read: a review is due every ten reads. */
+    function ticking() {
+      let now = 0;
+      return () => (now += 100);
+    }
+
+    it('widen while bulks are full (1 → 8) and narrow while they are small (8 → 1), every write in order', async () => {
+      const feed = new FakeFeed([]);
+      const { applier, writer } = setup(feed, { lanes: 8, minLanes: 1, now: ticking() });
+      const expected = new Map<number, number>();
+      const push = (b: ReturnType<typeof batch>) => {
+        feed.batches.push(b);
+        for (const e of b.events) expected.set(e.documentKey!._id as number, e.clusterTime!.t);
+      };
+      const lanesSeen: number[] = [];
+      const note = () => lanesSeen.push(applier.stats().activeLanes);
+      const settle = () =>
+        waitFor(() => feed.batches.length === 0 && applier.stats().pendingEvents === 0);
+      const ctrl = new AbortController();
+      const running = applier.run(ctrl.signal);
+      note();
+      // Full bulks: batches of 2,100 new documents, each followed by a batch updating the
+      // documents of the batch before (an update lands after its insert, whatever the lanes in
+      // use in between: otherwise it finds no document and the value stays 0).
+      let id = 0;
+      for (let round = 0; round < 12; round++) {
+        push(inserts(id, 2100, 200 + round));
+        if (round > 0) push(updates(id - 2100, 2100, 200 + round));
+        id += 2100;
+        await settle();
+        note();
+      }
+      expect(applier.stats().activeLanes).toBe(8);
+      // Small bulks: three documents per batch.
+      for (let round = 0; round < 40; round++) {
+        push(updates(round * 3, 3, 300 + round));
+        await settle();
+        note();
+      }
+      ctrl.abort();
+      await running;
+      expect(applier.stats().activeLanes).toBe(1);
+      // Only doublings and halvings.
+      const changes = lanesSeen.filter((n, i) => i === 0 || n !== lanesSeen[i - 1]);
+      expect(changes).toEqual([1, 2, 4, 8, 4, 2, 1]);
+      for (const [k, t] of expected) {
+        // An insert carries v: 0; the updates set v to their cluster time's seconds.
+        const inserted = writer.docs.get(`d.c|${k}`);
+        expect([k, inserted?.v]).toEqual([k, t >= 300 || k < 11 * 2100 ? t : 0]);
+      }
+    });
+
+    it('stay as many as lanes when minLanes equals it, however small the bulks', async () => {
+      const feed = new FakeFeed(Array.from({ length: 30 }, (_, r) => inserts(r * 2, 2, 200 + r)));
+      const { applier, writer } = setup(feed, { lanes: 4, minLanes: 4, now: ticking() });
+      await runUntil(applier, () => writer.docs.size === 60);
+      expect(applier.stats().activeLanes).toBe(4);
+    });
   });
 });

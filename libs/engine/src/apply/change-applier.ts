@@ -70,8 +70,17 @@ export interface ChangeApplierOptions {
   router: EventRouter;
   /** T0: the source cluster time read before the copy; used when no checkpoint exists yet. */
   startAtOperationTime: Timestamp;
-  /** Parallel write lanes (default 8: destination round trips dominate, not CPU). */
+  /**
+   * Most parallel write lanes (default DEFAULT_LANES, 8). Lanes overlap destination round trips, but each splits
+   * the writes it is given into its own bulks: spread over more lanes than the load fills, the
+   * same writes cost more commands, and every command costs CPU on the destination and here. So
+   * the applier uses as few lanes as keep up: from `minLanes` it doubles the lanes in use while
+   * its bulks average at least LANE_GROW_AT writes (the load fills them), and halves them while
+   * they average fewer than LANE_SHRINK_BELOW, judged once a second.
+   */
   lanes?: number;
+  /** Fewest lanes in use (default 1). Equal to `lanes`, the count is fixed. */
+  minLanes?: number;
   /** Persist the resume point at least this often while it moves (default 1000 ms)... */
   checkpointIntervalMs?: number;
   /** ...or after this many applied events, whichever comes first (default 5000). */
@@ -100,6 +109,8 @@ export interface ApplierStats {
   movesRepaired: number;
   /** Events read and not yet applied. */
   pendingEvents: number;
+  /** Write lanes in use now (see ChangeApplierOptions.lanes). */
+  activeLanes: number;
   /** Cluster time of the latest applied event. */
   lastAppliedEventTime?: Timestamp;
   /** Cluster time up to which everything is applied (includes idle high-water marks). */
@@ -109,6 +120,16 @@ export interface ApplierStats {
 }
 
 const ABORTED = Symbol('aborted');
+
+/** Most write lanes unless tuned (ChangeApplierOptions.lanes). */
+export const DEFAULT_LANES = 8;
+/** Bulks averaging at least this many writes: the load fills more lanes (doubled). */
+export const LANE_GROW_AT = 256;
+/** Bulks averaging fewer writes than this: fewer lanes (halved) send the same writes in fewer commands. */
+export const LANE_SHRINK_BELOW = 64;
+/** The lanes in use are judged at most this often, and only over this many bulks. */
+const LANE_REVIEW_MS = 1000;
+const LANE_REVIEW_BULKS = 8;
 
 /**
  * Change event application (the step after the initial copy). Reads the source's cluster-wide
@@ -124,6 +145,12 @@ const ABORTED = Symbol('aborted');
 export class ChangeApplier {
   private tracker = new CheckpointTracker();
   private lanes: WriteLane[] = [];
+  /** Lanes in use: documents are routed over the first `activeLanes` of `lanes`. */
+  private activeLanes = 1;
+  /** Bulks sent and the writes they held since the lanes in use were last judged. */
+  private bulks = 0;
+  private bulkWrites = 0;
+  private lanesReviewedAt = 0;
   private running = false;
   private failure: unknown;
   private totalApplied = 0;
@@ -158,6 +185,7 @@ export class ChangeApplier {
       ignoredEvents: this.ignored,
       movesRepaired: this.movesRepaired,
       pendingEvents: this.tracker.pending,
+      activeLanes: this.activeLanes,
       lastAppliedEventTime: this.lastEventTime,
       appliedTime: this.appliedTime,
       lastCheckpointAt: this.lastCheckpointAt,
@@ -190,7 +218,12 @@ export class ChangeApplier {
         saved ? { token: saved.resumeToken, clusterTime: saved.clusterTime } : undefined,
       );
       this.lastSavedToken = saved?.resumeToken;
-      this.lanes = Array.from({ length: this.options.lanes ?? 8 }, () => this.newLane());
+      this.lanes = Array.from({ length: Math.max(1, this.options.lanes ?? DEFAULT_LANES) }, () =>
+        this.newLane(),
+      );
+      this.activeLanes = this.fewestLanes();
+      this.bulks = this.bulkWrites = 0;
+      this.lanesReviewedAt = (this.options.now ?? Date.now)();
       this.tracker.onAdvance(() => {
         this.options.gate?.noteApplied(this.tracker.safePosition?.clusterTime);
         this.notify();
@@ -398,10 +431,42 @@ export class ChangeApplier {
         return undefined;
       }
       const seq = this.tracker.add(position);
-      const lane = this.lanes[laneOf(translation.write.identity, this.lanes.length)];
-      lane.push(translation.write, seq);
+      const write = translation.write;
+      const lanes = this.reviewLanes();
+      if (lanes === this.activeLanes) {
+        this.lanes[laneOf(write.identity, lanes)].push(write, seq);
+        return undefined;
+      }
+      // A document keeps its lane while it has writes pending: the count changes only once
+      // every lane is drained (a barrier, like DDL's, at most once per review).
+      return this.drainLanes().then(
+        () => {
+          this.activeLanes = lanes;
+          this.lanes[laneOf(write.identity, lanes)].push(write, seq);
+        },
+        (error: unknown) => this.fail(error),
+      );
     }
     return undefined;
+  }
+
+  private fewestLanes(): number {
+    return Math.min(this.lanes.length, Math.max(1, this.options.minLanes ?? 1));
+  }
+
+  /** The lanes to use from now on (see ChangeApplierOptions.lanes). */
+  private reviewLanes(): number {
+    const most = this.lanes.length;
+    const fewest = this.fewestLanes();
+    if (fewest === most || this.bulks < LANE_REVIEW_BULKS) return this.activeLanes;
+    const now = (this.options.now ?? Date.now)();
+    if (now - this.lanesReviewedAt < LANE_REVIEW_MS) return this.activeLanes;
+    const perBulk = this.bulkWrites / this.bulks;
+    this.lanesReviewedAt = now;
+    this.bulks = this.bulkWrites = 0;
+    if (perBulk >= LANE_GROW_AT) return Math.min(most, this.activeLanes * 2);
+    if (perBulk < LANE_SHRINK_BELOW) return Math.max(fewest, Math.floor(this.activeLanes / 2));
+    return this.activeLanes;
   }
 
   /**
@@ -441,6 +506,10 @@ export class ChangeApplier {
       retry: this.options.retry,
       ...(this.options.gate ? { keyspace: this.options.gate.keyspace } : {}),
       onMoveRepaired: (n) => (this.movesRepaired += n),
+      onBulk: (writes) => {
+        this.bulks += 1;
+        this.bulkWrites += writes;
+      },
       ...(this.options.appliedWrites ? { appliedWrites: this.options.appliedWrites } : {}),
     });
   }

@@ -24,6 +24,8 @@ export interface WriteLaneDeps {
    * (see settleMove).
    */
   keyspace?: ShardKeyspace;
+  /** Told of each bulk sent (its writes), retries not counted: the applier sizes its lanes by it. */
+  onBulk?(writes: number): void;
   /** Counts documents whose move between shards was settled after their halves met (progress). */
   onMoveRepaired?(documents: number): void;
   /** Told of each document of a batch once the whole batch is written (the verifier). */
@@ -305,6 +307,7 @@ export class WriteLane {
    * insert), and the loser finds the document on its next try.
    */
   private async write(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+    if (ops.length > 0) this.deps.onBulk?.(ops.length);
     let pending = ops.map((op, index) => ({ op, index }));
     const settled: WriteFailure[] = [];
     try {

@@ -24,7 +24,7 @@ export interface ChangeEventApplicationOptions {
   applier?: Partial<
     Pick<
       ChangeApplierOptions,
-      'lanes' | 'checkpointIntervalMs' | 'checkpointEveryEvents' | 'maxInFlight'
+      'lanes' | 'minLanes' | 'checkpointIntervalMs' | 'checkpointEveryEvents' | 'maxInFlight'
     >
   >;
   clock?: Clock;

@@ -38,6 +38,7 @@ const EVERY_KEY = `tuning:
   partitioning: { targetBytes: 67108864, maxPartitions: 1024, oversampling: 20 }
   changeApplication:
     lanes: 16
+    minLanes: 2
     maxInFlight: 50000
     checkpointIntervalMs: 500
     checkpointEveryEvents: 10000
@@ -75,6 +76,7 @@ describe('engine tuning in the launch config', () => {
       partitioning: { targetBytes: 67108864, maxPartitions: 1024, oversampling: 20 },
       changeApplication: {
         lanes: 16,
+        minLanes: 2,
         maxInFlight: 50000,
         checkpointIntervalMs: 500,
         checkpointEveryEvents: 10000,
@@ -134,6 +136,16 @@ describe('engine tuning in the launch config', () => {
       'a string for a number',
       'tuning:\n  changeApplication: { lanes: "16" }\n',
       'tuning.changeApplication.lanes must be an integer from 1 to 256',
+    ],
+    [
+      'fewest lanes above the most lanes',
+      'tuning:\n  changeApplication: { lanes: 4, minLanes: 6 }\n',
+      'tuning.changeApplication.minLanes (6) must not exceed tuning.changeApplication.lanes (4)',
+    ],
+    [
+      'fewest lanes above the default most lanes',
+      'tuning:\n  changeApplication: { minLanes: 12 }\n',
+      'tuning.changeApplication.minLanes (12) must not exceed tuning.changeApplication.lanes (8, its default)',
     ],
     [
       'a fraction for an integer',

@@ -1,4 +1,5 @@
 import { redactSecrets } from '@sync/contracts';
+import { DEFAULT_LANES } from '@sync/engine';
 import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
@@ -42,6 +43,13 @@ export function loadTuning(fromFile: unknown, fromEnv: string | undefined): Sync
     const key = path.join('.');
     const via = hasPath(env, path.slice(1)) ? ` (from ${TUNING_ENV})` : '';
     throw new LaunchConfigError(`${key}${via} ${message}`);
+  }
+  const apply = dto.changeApplication;
+  const mostLanes = apply?.lanes ?? DEFAULT_LANES;
+  if (apply?.minLanes !== undefined && apply.minLanes > mostLanes) {
+    throw new LaunchConfigError(
+      `tuning.changeApplication.minLanes (${apply.minLanes}) must not exceed tuning.changeApplication.lanes (${mostLanes}${apply.lanes === undefined ? ', its default' : ''})`,
+    );
   }
   return JSON.parse(JSON.stringify(dto)) as SyncTuning;
 }

@@ -122,6 +122,9 @@ export class ChangeApplicationTuningDto implements ChangeApplicationTuning {
   @IntIn(1, 256)
   lanes?: number;
 
+  @IntIn(1, 256)
+  minLanes?: number;
+
   @IntIn(100, 10_000_000, 'events')
   maxInFlight?: number;
 
