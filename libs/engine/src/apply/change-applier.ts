@@ -71,8 +71,9 @@ export interface ChangeApplierOptions {
   /** T0: the source cluster time read before the copy; used when no checkpoint exists yet. */
   startAtOperationTime: Timestamp;
   /**
-   * Most parallel write lanes (default DEFAULT_LANES, 8). Lanes overlap destination round trips, but each splits
-   * the writes it is given into its own bulks: spread over more lanes than the load fills, the
+   * Most parallel write lanes (default DEFAULT_LANES, 8). Lanes overlap destination round trips,
+   * but each splits the writes it is given into its own bulks: spread over more lanes than the
+   * load fills, the
    * same writes cost more commands, and every command costs CPU on the destination and here. So
    * the applier uses as few lanes as keep up: from `minLanes` it doubles the lanes in use while
    * its bulks average at least LANE_GROW_AT writes (the load fills them), and halves them while

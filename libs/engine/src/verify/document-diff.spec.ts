@@ -1,8 +1,7 @@
 import { BSON, Double, Int32, Long, type Document } from 'bson';
 import { diffDocuments, type DocumentReader } from './document-diff';
+import { EXACT } from '../copy/pick-fields';
 import type { ReadOptions } from '../ports/source-cluster';
-
-const EXACT = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
 /** A side holding `docs` (already in `_id` order), read decoded, and raw when `raw`. */
 function side(docs: Document[], raw: boolean): DocumentReader & { rawReads: number } {

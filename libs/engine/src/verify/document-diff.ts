@@ -95,6 +95,11 @@ interface SideDocument {
 
 const ID_FIELD = ['_id'] as const;
 
+/** The `_id` of a raw BSON document (exact types), nothing else decoded. */
+export function rawId(bytes: Uint8Array): unknown {
+  return pickTopLevelFields(bytes, ID_FIELD)._id;
+}
+
 /**
  * A side's documents in `_id` order. Read raw where the side can: the bytes are compared as
  * the server sent them and only `_id` is decoded — a full decode and re-encode of both sides
@@ -117,8 +122,7 @@ async function* documents(
   };
   if (cluster.readRaw) {
     for await (const batch of cluster.readRaw(database, collection, options))
-      for (const bytes of batch.documents)
-        yield { id: pickTopLevelFields(bytes, ID_FIELD)._id, bytes };
+      for (const bytes of batch.documents) yield { id: rawId(bytes), bytes };
     return;
   }
   for await (const batch of cluster.read(database, collection, options))

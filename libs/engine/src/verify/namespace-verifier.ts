@@ -1,8 +1,7 @@
 import type { Document } from 'bson';
 import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
-import { pickTopLevelFields } from '../copy/pick-fields';
-import { bytesEqual, diffDocuments, idText, rawEqual } from './document-diff';
+import { bytesEqual, diffDocuments, idText, rawEqual, rawId } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { CopyShare } from '../shards/topology';
@@ -307,8 +306,7 @@ export async function checkDocuments(
       options.signal,
     ),
   ]);
-  const byId = (docs: Uint8Array[]) =>
-    new Map(docs.map((raw) => [idKey(pickTopLevelFields(raw, ID_FIELD)._id), raw]));
+  const byId = (docs: Uint8Array[]) => new Map(docs.map((raw) => [idKey(rawId(raw)), raw]));
   const sourceDocs = byId(s);
   const destinationDocs = byId(d);
   const problems: string[] = [];
@@ -327,8 +325,6 @@ export async function checkDocuments(
   });
   return { equal, read: s.length, problems, ids: differing };
 }
-
-const ID_FIELD = ['_id'] as const;
 
 /** One `_id` as MongoDB's `_id` index keys it (numbers of any type by value). */
 function idKey(id: unknown): string {
