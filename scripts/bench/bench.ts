@@ -43,9 +43,11 @@ import { cpuSince, describeCpu, type CpuMark, type CpuParts } from './cpu-budget
 import { CUTOVER_TARGETS, runCutoverPhase, type CutoverResult } from './cutover';
 import { measureNamespaces, renderNamespaces, type NamespacesResult } from './namespaces';
 import {
+  measureBareCopy,
   measureScan,
   measureWrite,
   type Rate,
+  type BareCopyResult,
   type ScanResult,
   type WriteResult,
 } from './raw-rates';
@@ -68,6 +70,7 @@ export const TARGETS = {
 const MIX_BATCH_OPS = 250;
 const DATABASE = 'bench';
 const SCRATCH = 'bench_raw_write';
+const BARE_COPY_SCRATCH = 'bench_bare_copy';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -93,6 +96,8 @@ export interface BenchResult {
   dataset: DatasetSpec & { bytes: number };
   scan: Omit<ScanResult, 'attempts'> & { attempts: ScanResult['attempts'] };
   write: WriteResult;
+  /** (a+b) the raw read and raw write the worker's copy uses, with no engine in between. */
+  bareCopy: BareCopyResult;
   /**
    * The honest limit of change application for the load's mix: (g) the destination applying
    * it directly as unordered bulk writes, (h) the source's change-stream read of it; `opsPerSec`
@@ -209,6 +214,19 @@ async function main(options: BenchOptions): Promise<BenchResult> {
           source: source.child,
           destination: destination.child,
         });
+
+    log('(a+b) bare copy: raw read and raw write as the worker does them, no engine…');
+    const bareCopy = await measureBareCopy(
+      sourceClient,
+      destinationClient,
+      BARE_COPY_SCRATCH,
+      spec,
+      options.quick ? 20_000 : 100_000,
+      { source: source.child, destination: destination.child },
+    );
+    log(
+      `  ${Math.round(bareCopy.docsPerSec)} docs/s (${bareCopy.documents} documents); CPU µs per document: ${describeCpu(bareCopy.cpuMicrosPerDoc)}`,
+    );
 
     log('(c) worker copy at 1×…');
     // On a fresh destination, as the peer (i) and the scaled copy (f) get one: the emulator that
@@ -391,6 +409,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       dataset,
       scan,
       write,
+      bareCopy,
       changeLimit,
       copy1x: { ...withoutProcess(copy1), peakRssMB: round(copy1.peakRssMB) },
       change,
@@ -418,6 +437,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
         cores: cpus().length,
         scan,
         write,
+        bareCopy,
         copy: copy1,
         peerCopyDocsPerSec: 'skipped' in peer ? null : peer.copy.docsPerSec,
         changeLimit: 'skipped' in changeLimit ? null : changeLimit,

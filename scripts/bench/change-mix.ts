@@ -198,6 +198,12 @@ export interface StreamReadRate {
   eventsPerSec: number;
   /** The same mix written to the source by the bench (unordered bulk writes): its own rate. */
   sourceWrite: MixRate;
+  /**
+   * The reading client's own CPU per event (µs): this process during the timed read alone,
+   * the official driver receiving and decoding the stream — what any tool reading a change
+   * stream with the driver pays per event.
+   */
+  clientCpuMicrosPerEvent: number;
 }
 
 /**
@@ -228,13 +234,21 @@ export async function measureStreamRead(
     const expected = sourceWrite.effects;
     let events = 0;
     const started = process.hrtime.bigint();
+    const cpuBefore = process.cpuUsage();
     const deadline = Date.now() + timeoutMs;
     while (events < expected && Date.now() < deadline) {
       const event = (await stream.tryNext()) as { ns?: { db?: string } } | null;
       if (event && event.ns?.db === database) events += 1;
     }
     const seconds = secondsSince(started);
-    return { events, seconds, eventsPerSec: seconds > 0 ? events / seconds : 0, sourceWrite };
+    const cpu = process.cpuUsage(cpuBefore);
+    return {
+      events,
+      seconds,
+      eventsPerSec: seconds > 0 ? events / seconds : 0,
+      sourceWrite,
+      clientCpuMicrosPerEvent: events > 0 ? Math.round((cpu.user + cpu.system) / events) : 0,
+    };
   } finally {
     await stream.close();
   }

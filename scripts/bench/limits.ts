@@ -5,6 +5,10 @@
  * - "bare": the work no sync tool can avoid — the source serving the scan (a) or taking the
  *   change load and serving one change stream (h), the destination taking the writes (b) or
  *   applying the mix (g), the load writer writing the load — with the tool itself costing nothing.
+ * - "driver floor": the same plus what the official driver itself costs the tool's process — the
+ *   bare copy's client (a+b: raw read and raw write, no engine), or the change stream's reading
+ *   client (h) and the direct writes' client (g). No tool on the driver pays less; a target above
+ *   this ceiling cannot be met here by any tool built on it, this project's stack included.
  * - "worker, bare emulators": the same plus the worker at its own measured CPU per unit — what
  *   the worker would reach if the emulators did no more per unit than in the raw measurements.
  * - "as run": every process as measured during the worker's own copy or change step (the
@@ -15,7 +19,7 @@
  */
 import type { ChangeResult, StepResult } from './change-load';
 import { describeCpu, rateCeiling, type CpuMark } from './cpu-budget';
-import type { ScanResult, WriteResult } from './raw-rates';
+import type { BareCopyResult, ScanResult, WriteResult } from './raw-rates';
 
 export interface CopyLimits {
   /** The worker's copy rate (c), to hold the ceilings against. */
@@ -27,6 +31,12 @@ export interface CopyLimits {
   /** The source's scan and the destination's write alone, the tool free: docs/s, ÷ min(a, b). */
   bareDocsPerSec: number | null;
   bareCopyRatio: number | null;
+  /** The bare copy's CPU per document (a+b), its client as `bench`. */
+  bareCopyCpuMicrosPerDoc: CpuMark;
+  /** The bare ceiling plus the bare copy's client: docs/s, ÷ min(a, b), ÷ the peer's copy. */
+  driverFloorDocsPerSec: number | null;
+  driverFloorCopyRatio: number | null;
+  driverFloorPeerCopyRatio: number | null;
   /** a's source + b's destination + the worker's CPU per document in (c). */
   workerBareEmulatorsDocsPerSec: number | null;
   workerBareEmulatorsCopyRatio: number | null;
@@ -52,6 +62,12 @@ export interface ChangeLimits {
   bareOpsPerSec: number | null;
   bareChangeRatio: number | null;
   barePeerChangeRatio: number | null;
+  /** The driver's own cost per change: h's reading client + g's writing client (µs). */
+  driverCpuMicrosPerOp: number | null;
+  /** The bare figures plus the driver's own cost: ops/s, ÷ min(g, h), ÷ the peer's figure. */
+  driverFloorOpsPerSec: number | null;
+  driverFloorChangeRatio: number | null;
+  driverFloorPeerChangeRatio: number | null;
   /** The bare figures plus the worker's own CPU per change in the held step. */
   workerBareEmulatorsOpsPerSec: number | null;
   workerBareEmulatorsChangeRatio: number | null;
@@ -100,12 +116,13 @@ export function physicalLimits(input: {
   cores: number;
   scan: ScanResult;
   write: WriteResult;
+  bareCopy: BareCopyResult;
   copy: { cpuMicrosPerDoc: CpuMark; docsPerSec: number };
   peerCopyDocsPerSec: number | null;
   changeLimit: {
     opsPerSec: number;
     directApply: { cpuMicrosPerOp: CpuMark };
-    streamRead: { cpuMicrosPerEvent: CpuMark };
+    streamRead: { cpuMicrosPerEvent: CpuMark; clientCpuMicrosPerEvent: number };
   } | null;
   change: ChangeResult | { skipped: string } | undefined;
   peerChange: ChangeResult | { skipped: string } | undefined;
@@ -118,6 +135,15 @@ export function physicalLimits(input: {
       destination: write.cpuMicrosPerDoc.destination ?? 0,
     },
     ['source', 'destination'],
+    cores,
+  );
+  const driverFloor = rateCeiling(
+    {
+      source: scan.cpuMicrosPerDoc.source ?? 0,
+      destination: write.cpuMicrosPerDoc.destination ?? 0,
+      tool: input.bareCopy.cpuMicrosPerDoc.bench ?? 0,
+    },
+    ['source', 'destination', 'tool'],
     cores,
   );
   const workerBare = rateCeiling(
@@ -137,6 +163,10 @@ export function physicalLimits(input: {
     rawWriteCpuMicrosPerDoc: write.cpuMicrosPerDoc,
     bareDocsPerSec: bare,
     bareCopyRatio: ratio(bare, minRaw),
+    bareCopyCpuMicrosPerDoc: input.bareCopy.cpuMicrosPerDoc,
+    driverFloorDocsPerSec: driverFloor,
+    driverFloorCopyRatio: ratio(driverFloor, minRaw),
+    driverFloorPeerCopyRatio: ratio(driverFloor, input.peerCopyDocsPerSec),
     workerBareEmulatorsDocsPerSec: workerBare,
     workerBareEmulatorsCopyRatio: ratio(workerBare, minRaw),
     asRunDocsPerSec: asRunCopy,
@@ -158,6 +188,14 @@ export function physicalLimits(input: {
     ...load(held),
   };
   const bareChange = rateCeiling(bareCost, Object.keys(bareCost), cores);
+  const { streamRead, directApply } = input.changeLimit;
+  const driverCost =
+    streamRead.clientCpuMicrosPerEvent > 0 && (directApply.cpuMicrosPerOp.bench ?? 0) > 0
+      ? streamRead.clientCpuMicrosPerEvent + directApply.cpuMicrosPerOp.bench!
+      : null;
+  const withDriver: CpuMark = { ...bareCost, tool: driverCost ?? 0 };
+  const driverFloorChange =
+    driverCost === null ? null : rateCeiling(withDriver, Object.keys(withDriver), cores);
   const withWorker: CpuMark = { ...bareCost, worker: held?.cpuMicrosPerOp.worker ?? 0 };
   const workerBareChange = rateCeiling(withWorker, Object.keys(withWorker), cores);
   const asRunChange = held
@@ -174,6 +212,10 @@ export function physicalLimits(input: {
       bareOpsPerSec: held ? bareChange : null,
       bareChangeRatio: held ? ratio(bareChange, input.changeLimit.opsPerSec) : null,
       barePeerChangeRatio: held ? ratio(bareChange, peerSustained) : null,
+      driverCpuMicrosPerOp: driverCost,
+      driverFloorOpsPerSec: held ? driverFloorChange : null,
+      driverFloorChangeRatio: held ? ratio(driverFloorChange, input.changeLimit.opsPerSec) : null,
+      driverFloorPeerChangeRatio: held ? ratio(driverFloorChange, peerSustained) : null,
       workerBareEmulatorsOpsPerSec: held ? workerBareChange : null,
       workerBareEmulatorsChangeRatio: held
         ? ratio(workerBareChange, input.changeLimit.opsPerSec)
@@ -195,6 +237,8 @@ export function renderLimits(l: PhysicalLimits): string[] {
     `Where this machine's ${l.cores} cores cap the ratios (CPU µs per document/change, measured in this run):`,
     `  copy (c): ${describeCpu(l.copy.cpuMicrosPerDoc)}; raw scan (a): ${describeCpu(l.copy.rawScanCpuMicrosPerDoc)}; raw write (b): ${describeCpu(l.copy.rawWriteCpuMicrosPerDoc)}`,
     `  copy ceiling, tool free (a's source + b's destination): ${n(l.copy.bareDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.bareCopyRatio)}, peerCopyRatio ≤ ${n(l.copy.peerCopyRatioCeiling)}${noisy(l.copy.bareDocsPerSec, l.copy.docsPerSec)}`,
+    `  bare copy (a+b): ${describeCpu(l.copy.bareCopyCpuMicrosPerDoc)} (bench: the driver's raw read and raw write, no engine)`,
+    `  copy ceiling, the driver's floor (tool free + the bare copy's client): ${n(l.copy.driverFloorDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.driverFloorCopyRatio)}, peerCopyRatio ≤ ${n(l.copy.driverFloorPeerCopyRatio)}${noisy(l.copy.driverFloorDocsPerSec, l.copy.docsPerSec)}`,
     `  copy ceiling, the worker's own CPU on the emulators' raw cost: ${n(l.copy.workerBareEmulatorsDocsPerSec)} docs/s → copyRatio ≤ ${n(l.copy.workerBareEmulatorsCopyRatio)}${noisy(l.copy.workerBareEmulatorsDocsPerSec, l.copy.docsPerSec)}`,
     `  copy ceiling, every process as measured in (c): ${n(l.copy.asRunDocsPerSec)} docs/s`,
   ];
@@ -214,6 +258,7 @@ export function renderLimits(l: PhysicalLimits): string[] {
       );
     lines.push(
       `  change ceiling, tool free (h's source + g's destination + the load): ${n(c.bareOpsPerSec)} ops/s → changeRatio ≤ ${n(c.bareChangeRatio)}, peerChangeRatio ≤ ${n(c.barePeerChangeRatio)}${noisy(c.bareOpsPerSec, c.held?.achievedOpsPerSec)}`,
+      `  change ceiling, the driver's floor (tool free + ${n(c.driverCpuMicrosPerOp)} µs: h's reading client + g's writing client): ${n(c.driverFloorOpsPerSec)} ops/s → changeRatio ≤ ${n(c.driverFloorChangeRatio)}, peerChangeRatio ≤ ${n(c.driverFloorPeerChangeRatio)}${noisy(c.driverFloorOpsPerSec, c.held?.achievedOpsPerSec)}`,
       `  change ceiling, the worker's own CPU on the emulators' bare cost: ${n(c.workerBareEmulatorsOpsPerSec)} ops/s → changeRatio ≤ ${n(c.workerBareEmulatorsChangeRatio)}${noisy(c.workerBareEmulatorsOpsPerSec, c.held?.achievedOpsPerSec)}`,
       `  change ceiling, every process as measured in the held step: ${n(c.asRunOpsPerSec)} ops/s`,
     );

@@ -1,4 +1,6 @@
 import type { MongoClient } from 'mongodb';
+import { DEFAULT_COPIER } from '@sync/engine';
+import { MongoDestinationCluster, MongoSourceCluster } from '@sync/mongo';
 import { batchesOf, collectionName, insertRange, secondsSince, type DatasetSpec } from './dataset';
 import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 
@@ -145,4 +147,64 @@ function timeGeneration(spec: DatasetSpec): number {
   let generated = 0;
   for (const batch of batchesOf(spec, 0, sample, 1_000)) generated += batch.documents.length;
   return generated > 0 ? (secondsSince(started) * spec.documents) / generated : 0;
+}
+
+export interface BareCopyResult extends Rate {
+  collections: number;
+  /** CPU per document: the emulators, and this process as `bench` (the client's own cost). */
+  cpuMicrosPerDoc: CpuMark;
+}
+
+/**
+ * (a+b) The bare copy: collections read raw and written raw exactly as the worker's copy does
+ * it — the driver adapters' `readRaw` (documents stay BSON bytes) and `insertRawUnordered` (the
+ * bytes sent as an OP_MSG document sequence), batches of the copy's default size — with no
+ * engine in between: no partitions, marks, progress or verification. Its client CPU per document
+ * is the floor of the worker's technique on the official driver; what the worker spends above
+ * it is the engine's. Up to `maxDocuments` (whole collections), into `scratchDatabase`, which is
+ * dropped afterwards.
+ */
+export async function measureBareCopy(
+  sourceClient: MongoClient,
+  destinationClient: MongoClient,
+  scratchDatabase: string,
+  spec: DatasetSpec,
+  maxDocuments: number,
+  parts: CpuParts = {},
+): Promise<BareCopyResult> {
+  const reader = new MongoSourceCluster(sourceClient, 'bench-source');
+  const writer = new MongoDestinationCluster(destinationClient, 'bench-destination');
+  const perCollection = spec.documents / spec.collections;
+  const collections = Math.max(
+    1,
+    Math.min(spec.collections, Math.floor(maxDocuments / Math.max(1, perCollection))),
+  );
+  await destinationClient.db(scratchDatabase).dropDatabase();
+  let next = 0;
+  let documents = 0;
+  let bytes = 0;
+  const started = process.hrtime.bigint();
+  const cpu = cpuSince(parts);
+  const lane = async (): Promise<void> => {
+    while (next < collections) {
+      const name = collectionName(next++);
+      const read = reader.readRaw(spec.database, name, {
+        range: {},
+        batchSize: DEFAULT_COPIER.readBatchSize,
+        maxBatchBytes: DEFAULT_COPIER.writeBatchBytes,
+      });
+      for await (const batch of read) {
+        await writer.insertRawUnordered(scratchDatabase, name, batch.documents);
+        documents += batch.documents.length;
+        bytes += batch.bytes;
+      }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(DEFAULT_COPIER.concurrency, collections) }, lane),
+  );
+  const seconds = secondsSince(started);
+  const cpuMicrosPerDoc = cpu(documents);
+  await destinationClient.db(scratchDatabase).dropDatabase();
+  return { ...rate(documents, bytes, seconds), collections, cpuMicrosPerDoc };
 }

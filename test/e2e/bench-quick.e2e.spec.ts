@@ -78,13 +78,27 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
       // measured from /proc, and the ceilings computed from them.
       const limits = result.limits as {
         cores: number;
-        copy: { cpuMicrosPerDoc: Record<string, number>; bareDocsPerSec: number | null };
+        copy: {
+          cpuMicrosPerDoc: Record<string, number>;
+          bareDocsPerSec: number | null;
+          driverFloorDocsPerSec: number | null;
+        };
         change: { held: { cpuMicrosPerOp: Record<string, number> } | null } | null;
       };
       expect(limits.cores).toBeGreaterThan(0);
       for (const part of ['source', 'destination', 'worker'])
         expect(limits.copy.cpuMicrosPerDoc[part]).toBeGreaterThan(0);
       expect(limits.copy.bareDocsPerSec).toBeGreaterThan(0);
+      // The bare copy (the driver's raw read and write, no engine) copied every document, and
+      // its client's cost gives the driver-floor ceiling.
+      const bareCopy = result.bareCopy as {
+        documents: number;
+        cpuMicrosPerDoc: Record<string, number>;
+      };
+      expect(bareCopy.documents).toBe(2000);
+      expect(bareCopy.cpuMicrosPerDoc.bench).toBeGreaterThan(0);
+      expect(limits.copy.driverFloorDocsPerSec).toBeGreaterThan(0);
+      expect(stderr).toContain("copy ceiling, the driver's floor");
       if (limits.change?.held) {
         expect(limits.change.held.cpuMicrosPerOp.worker).toBeGreaterThan(0);
         expect(limits.change.held.cpuMicrosPerOp.source).toBeGreaterThan(0);
