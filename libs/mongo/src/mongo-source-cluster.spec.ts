@@ -1,6 +1,7 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { BSON, Double, Int32, Long, MongoClient, Timestamp, type Document } from 'mongodb';
 import { MongoSourceCluster } from './mongo-source-cluster';
+import { rawDocumentCursor, readRawBuffered, readsRepliesDirectly } from './raw-cursor';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
 type AnyId = { _id: number | string | Document } & Document;
@@ -162,6 +163,38 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     } finally {
       await client.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
       await failing.close();
+    }
+  });
+
+  it('reads raw documents byte for byte over many replies, straight from each reply', async () => {
+    const docs: Document[] = Array.from({ length: 250 }, (_, i) => ({
+      _id: i,
+      n: new Int32(i),
+      l: Long.fromNumber(i * 1_000_000_007),
+      d: new Double(i + 0.5),
+      nested: { a: [new Int32(1), 'two', { three: new Double(3) }] },
+      pad: 'x'.repeat(i % 17),
+    }));
+    await client.db('raw').collection('many').insertMany(docs);
+    const read: Uint8Array[] = [];
+    for await (const batch of source.readRaw('raw', 'many', { range: {}, batchSize: 40 }))
+      read.push(...batch.documents);
+    expect(read.map((d) => Buffer.from(d).toString('hex'))).toEqual(
+      docs.map((d) => Buffer.from(BSON.serialize(d)).toString('hex')),
+    );
+    // The driver in use keeps its replies as readRawBuffered expects (else it falls back to
+    // readBufferedDocuments: still right, but a document object per document again).
+    const cursor = rawDocumentCursor(client.db('raw'), { find: 'many', batchSize: 7 });
+    try {
+      expect(await cursor.hasNext()).toBe(true);
+      expect(readsRepliesDirectly(cursor)).toBe(true);
+      const first = readRawBuffered(cursor);
+      expect(first).toHaveLength(7);
+      expect(readRawBuffered(cursor)).toEqual([]); // consumed: the next hasNext runs a getMore
+      expect(await cursor.hasNext()).toBe(true);
+      expect(BSON.deserialize(readRawBuffered(cursor)[0]!)._id).toBe(7);
+    } finally {
+      await cursor.close();
     }
   });
 });

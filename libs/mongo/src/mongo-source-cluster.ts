@@ -24,7 +24,7 @@ import { MongoServerError, ReadConcern, type MongoClient } from 'mongodb';
 const NAMESPACE_CHANGED_CODES = new Set([361, 26, 175]);
 import { inspectCluster } from './cluster-inspector';
 import { supportsCollectionUUID } from './server-features';
-import { rawDocumentCursor } from './raw-cursor';
+import { rawDocumentCursor, readRawBuffered } from './raw-cursor';
 import { EXACT_BSON, toNumber } from './exact-bson';
 import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-metadata';
 
@@ -407,7 +407,7 @@ export class MongoSourceCluster implements SourceCluster {
     });
     try {
       while (await cursor.hasNext()) {
-        for (const raw of cursor.readBufferedDocuments() as unknown as Uint8Array[]) {
+        for (const raw of readRawBuffered(cursor)) {
           // `raw`: an embedded document comes back as its own bytes, undecoded.
           const { n, d } = BSON.deserialize(raw, { raw: true }) as { n: number; d: Uint8Array };
           const list = documents[n];
@@ -485,7 +485,7 @@ export class MongoSourceCluster implements SourceCluster {
     );
     try {
       while (await cursor.hasNext()) {
-        yield cursor.readBufferedDocuments() as unknown as Uint8Array[];
+        yield readRawBuffered(cursor);
         if (options.signal?.aborted) return;
       }
     } catch (error) {
