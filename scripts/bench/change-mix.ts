@@ -10,6 +10,7 @@ import { rng } from '../lib/sample-data';
 import {
   collectionName,
   collectionOf,
+  inLanes,
   makeDocument,
   secondsSince,
   type DatasetSpec,
@@ -160,17 +161,13 @@ export async function applyMix(
   concurrency: number,
 ): Promise<MixRate> {
   const db = client.db(database);
-  let next = 0;
   let effects = 0;
   const started = process.hrtime.bigint();
-  const lane = async (): Promise<void> => {
-    while (next < batches.length) {
-      const batch = batches[next++]!;
-      const r = await db.collection(batch.collection).bulkWrite(batch.ops, { ordered: false });
-      effects += r.insertedCount + r.modifiedCount + r.deletedCount;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, lane));
+  await inLanes(batches.length, concurrency, async (i) => {
+    const batch = batches[i]!;
+    const r = await db.collection(batch.collection).bulkWrite(batch.ops, { ordered: false });
+    effects += r.insertedCount + r.modifiedCount + r.deletedCount;
+  });
   const seconds = secondsSince(started);
   let inserts = 0;
   let updates = 0;

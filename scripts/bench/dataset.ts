@@ -146,6 +146,22 @@ export async function insertRange(
   return { documents, bytes, seconds: secondsSince(started) };
 }
 
+/**
+ * Runs `work(0)` … `work(count - 1)` on up to `concurrency` lanes at once, each lane taking the
+ * next index as it finishes one (items of uneven size keep every lane busy).
+ */
+export async function inLanes(
+  count: number,
+  concurrency: number,
+  work: (index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < count) await work(next++);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, count)) }, lane));
+}
+
 export function secondsSince(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
 }

@@ -11,6 +11,7 @@ import { MongoClient, type Document } from 'mongodb';
 import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './processes';
 import { compareClusters } from '../lib/compare-clusters';
 import { post, progress } from './worker-copy';
+import { inLanes } from './dataset';
 
 export const PER_DATABASE = 500;
 
@@ -57,21 +58,17 @@ async function createAll(
   withDocuments: boolean,
 ): Promise<number> {
   const began = Date.now();
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < n; i = next++) {
-      const { db, coll } = nameOf(i);
-      const c = client.db(`${prefix}${db}`).collection<{ _id: number; v: number }>(coll);
-      if (withDocuments)
-        await c.insertMany([
-          { _id: 1, v: i },
-          { _id: 2, v: -i },
-        ]);
-      else await client.db(`${prefix}${db}`).createCollection(coll);
-      if (i % 3 === 0) await c.createIndex({ v: 1 }, { name: 'v_1' });
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, lane));
+  await inLanes(n, 8, async (i) => {
+    const { db, coll } = nameOf(i);
+    const c = client.db(`${prefix}${db}`).collection<{ _id: number; v: number }>(coll);
+    if (withDocuments)
+      await c.insertMany([
+        { _id: 1, v: i },
+        { _id: 2, v: -i },
+      ]);
+    else await client.db(`${prefix}${db}`).createCollection(coll);
+    if (i % 3 === 0) await c.createIndex({ v: 1 }, { name: 'v_1' });
+  });
   return (Date.now() - began) / 1000;
 }
 

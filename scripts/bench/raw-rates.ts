@@ -1,7 +1,14 @@
 import type { MongoClient } from 'mongodb';
 import { DEFAULT_COPIER } from '@sync/engine';
 import { MongoDestinationCluster, MongoSourceCluster } from '@sync/mongo';
-import { batchesOf, collectionName, insertRange, secondsSince, type DatasetSpec } from './dataset';
+import {
+  batchesOf,
+  collectionName,
+  inLanes,
+  insertRange,
+  secondsSince,
+  type DatasetSpec,
+} from './dataset';
 import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 
 export interface Rate {
@@ -46,22 +53,18 @@ export async function measureScan(
   const attempts: ScanResult['attempts'] = [];
   let best: ScanResult | null = null;
   for (const concurrency of concurrencies) {
-    let next = 0;
     let documents = 0;
     let bytes = 0;
     const started = process.hrtime.bigint();
     const cpu = cpuSince(parts);
-    const lane = async (): Promise<void> => {
-      while (next < spec.collections) {
-        const name = collectionName(next++);
-        const cursor = client.db(spec.database).collection(name).find({}, { raw: true, batchSize });
-        for await (const doc of cursor as AsyncIterable<unknown>) {
-          documents += 1;
-          bytes += (doc as Uint8Array).byteLength;
-        }
+    await inLanes(spec.collections, concurrency, async (k) => {
+      const name = collectionName(k);
+      const cursor = client.db(spec.database).collection(name).find({}, { raw: true, batchSize });
+      for await (const doc of cursor as AsyncIterable<unknown>) {
+        documents += 1;
+        bytes += (doc as Uint8Array).byteLength;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, spec.collections) }, lane));
+    });
     const result = {
       ...rate(documents, bytes, secondsSince(started)),
       concurrency,
@@ -180,29 +183,23 @@ export async function measureBareCopy(
     Math.min(spec.collections, Math.floor(maxDocuments / Math.max(1, perCollection))),
   );
   await destinationClient.db(scratchDatabase).dropDatabase();
-  let next = 0;
   let documents = 0;
   let bytes = 0;
   const started = process.hrtime.bigint();
   const cpu = cpuSince(parts);
-  const lane = async (): Promise<void> => {
-    while (next < collections) {
-      const name = collectionName(next++);
-      const read = reader.readRaw(spec.database, name, {
-        range: {},
-        batchSize: DEFAULT_COPIER.readBatchSize,
-        maxBatchBytes: DEFAULT_COPIER.writeBatchBytes,
-      });
-      for await (const batch of read) {
-        await writer.insertRawUnordered(scratchDatabase, name, batch.documents);
-        documents += batch.documents.length;
-        bytes += batch.bytes;
-      }
+  await inLanes(collections, DEFAULT_COPIER.concurrency, async (k) => {
+    const name = collectionName(k);
+    const read = reader.readRaw(spec.database, name, {
+      range: {},
+      batchSize: DEFAULT_COPIER.readBatchSize,
+      maxBatchBytes: DEFAULT_COPIER.writeBatchBytes,
+    });
+    for await (const batch of read) {
+      await writer.insertRawUnordered(scratchDatabase, name, batch.documents);
+      documents += batch.documents.length;
+      bytes += batch.bytes;
     }
-  };
-  await Promise.all(
-    Array.from({ length: Math.min(DEFAULT_COPIER.concurrency, collections) }, lane),
-  );
+  });
   const seconds = secondsSince(started);
   const cpuMicrosPerDoc = cpu(documents);
   await destinationClient.db(scratchDatabase).dropDatabase();
