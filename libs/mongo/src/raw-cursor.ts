@@ -1,4 +1,8 @@
+import { BSON } from 'bson';
 import type { Db, Document, RunCommandCursor } from 'mongodb';
+
+/** What the driver's own `toBytes()` reads a document's size with. */
+const { getInt32LE } = BSON.onDemand.NumberUtils;
 
 /**
  * A cursor command whose documents are read as their raw bytes while every reply of the
@@ -64,12 +68,7 @@ export function readRawBuffered(cursor: RunCommandCursor): Uint8Array[] {
     if (element[0] !== BSON_OBJECT)
       throw new Error(`a cursor batch holds a BSON element of type ${element[0]}, not a document`);
     const offset = element[3]!;
-    const size =
-      bson[offset]! |
-      (bson[offset + 1]! << 8) |
-      (bson[offset + 2]! << 16) |
-      (bson[offset + 3]! << 24);
-    documents.push(bson.subarray(offset, offset + size));
+    documents.push(bson.subarray(offset, offset + getInt32LE(bson, offset)));
   }
   reply.iterated = elements.length;
   return documents;

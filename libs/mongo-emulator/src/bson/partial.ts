@@ -66,7 +66,8 @@ export class FieldSet {
   }
 }
 
-function int32At(bytes: Uint8Array, i: number): number {
+/** The little-endian int32 at `i` (a BSON length or Int32). */
+export function int32At(bytes: Uint8Array, i: number): number {
   return bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
 }
 

@@ -1,5 +1,6 @@
 import { BSON, type Document } from 'bson';
 import { decodeExact, encode } from '../bson/codec';
+import { int32At } from '../bson/partial';
 
 /**
  * MongoDB wire protocol framing (https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/).
@@ -136,7 +137,7 @@ function readDocument(
   owned = false,
 ): { doc: Document; size: number } {
   if (offset + 5 > end) throw new WireProtocolError('truncated BSON document', false, 22);
-  const size = readInt32LE(buf, offset);
+  const size = int32At(buf, offset);
   if (size < 5 || offset + size > end) {
     throw new WireProtocolError(`invalid BSON document size ${size}`, false, 22);
   }
@@ -160,12 +161,6 @@ function readDocument(
       22 /* InvalidBSON */,
     );
   }
-}
-
-function readInt32LE(buf: Uint8Array, offset: number): number {
-  return (
-    buf[offset]! | (buf[offset + 1]! << 8) | (buf[offset + 2]! << 16) | (buf[offset + 3]! << 24)
-  );
 }
 
 function readCString(buf: Buffer, offset: number, end: number): { value: string; next: number } {
