@@ -20,6 +20,7 @@ export * from './progress/progress-snapshot';
 export * from './progress/namespace-detail';
 export * from './job/sync-job';
 export * from './job/job-session';
+export * from './job/in-slices';
 export * from './job/sync-runner';
 export * from './catalog/namespace-catalog';
 export * from './catalog/event-router';
