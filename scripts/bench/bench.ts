@@ -532,6 +532,7 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
       profileDir,
       kills: options.kills,
       workerHeapMB: options.workerHeapMB,
+      ...(options.perDatabase !== null ? { perDatabase: options.perDatabase } : {}),
       log,
     });
     return {

@@ -1,6 +1,7 @@
 /**
  * (k) Many namespaces (`--namespaces N`): a multi-tenant source of N small collections (two
- * documents each, every third with a secondary index, 500 collections per database), replica
+ * documents each, every third with a secondary index, 500 collections per database unless
+ * `--per-database` says otherwise), replica
  * set → replica set with the embedded verifier, as a new user would run it. Printed: start →
  * canCommit, commit → COMMITTED (the application's downtime: the worker's own measure and the
  * API's), the final pass's figures, the worker's peak RSS, and — measured in the same run — the
@@ -17,6 +18,8 @@ export const PER_DATABASE = 500;
 
 export interface NamespacesResult {
   namespaces: number;
+  /** Collections per database. */
+  perDatabase: number;
   /** The destination creating the same collections and indexes directly, per second. */
   rawCreatePerSec: number;
   startToCanCommitSeconds: number;
@@ -46,9 +49,9 @@ export interface NamespacesResult {
   crashLoop?: { kills: number; documentsCompared: number; differences: number };
 }
 
-const nameOf = (i: number) => ({
-  db: `tenants_${Math.floor(i / PER_DATABASE)}`,
-  coll: `t${i % PER_DATABASE}`,
+const nameOf = (i: number, perDatabase: number) => ({
+  db: `tenants_${Math.floor(i / perDatabase)}`,
+  coll: `t${i % perDatabase}`,
 });
 
 async function createAll(
@@ -56,10 +59,11 @@ async function createAll(
   n: number,
   prefix: string,
   withDocuments: boolean,
+  perDatabase: number,
 ): Promise<number> {
   const began = Date.now();
   await inLanes(n, 8, async (i) => {
-    const { db, coll } = nameOf(i);
+    const { db, coll } = nameOf(i, perDatabase);
     const c = client.db(`${prefix}${db}`).collection<{ _id: number; v: number }>(coll);
     if (withDocuments)
       await c.insertMany([
@@ -83,18 +87,21 @@ export async function measureNamespaces(
     kills?: number;
     /** The worker's V8 heap limit, MiB (null or absent: Node's default). */
     workerHeapMB?: number | null;
+    /** Collections per database (default PER_DATABASE; one database for all: n). */
+    perDatabase?: number;
   },
 ): Promise<NamespacesResult> {
+  const perDatabase = options.perDatabase ?? PER_DATABASE;
   const source = await startEmulator('namespaces-source', options.profileDir);
   const destination = await startEmulator('namespaces-destination', options.profileDir);
   const src = await MongoClient.connect(source.firstLine.uri);
   const dst = await MongoClient.connect(destination.firstLine.uri);
   try {
     options.log(`  creating ${n} collections on the source...`);
-    await createAll(src, n, '', true);
+    await createAll(src, n, '', true, perDatabase);
     // The limit: the destination creating the same collections and indexes itself (in other
     // databases, dropped before the sync starts).
-    const rawSeconds = await createAll(dst, n, 'raw_', false);
+    const rawSeconds = await createAll(dst, n, 'raw_', false, perDatabase);
     const rawCreatePerSec = n / rawSeconds;
     for (const name of (await dst.db('admin').admin().listDatabases()).databases.map((d) => d.name))
       if (name.startsWith('raw_')) await dst.db(name).dropDatabase();
@@ -231,6 +238,7 @@ export async function measureNamespaces(
     const syncedPerSec = n / startToCanCommitSeconds;
     const result: NamespacesResult = {
       namespaces: n,
+      perDatabase,
       rawCreatePerSec: round(rawCreatePerSec),
       startToCanCommitSeconds: round(startToCanCommitSeconds),
       syncedPerSec: round(syncedPerSec),
@@ -257,7 +265,7 @@ export async function measureNamespaces(
 
 export function renderNamespaces(r: NamespacesResult): string[] {
   return [
-    `(k) ${r.namespaces} namespaces (2 documents each, every third indexed), replica set → replica set:`,
+    `(k) ${r.namespaces} namespaces (2 documents each, every third indexed, ${r.perDatabase} per database), replica set → replica set:`,
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
     ...(r.opsPerNamespace

@@ -36,6 +36,8 @@ export interface BenchOptions {
   kills: number;
   /** (k): the worker's V8 heap limit in MiB (`--max-old-space-size`; null: Node's default). */
   workerHeapMB: number | null;
+  /** (k): collections per database (null: the default, 500). */
+  perDatabase: number | null;
   /**
    * The embedded verifier in the worker runs of (c)–(f) (default on, as a user runs it). Off
    * measures change application alone, as the peer (which verifies nothing) is measured.
@@ -70,6 +72,8 @@ export const USAGE = `usage: npm run bench -- [options]
                           COMMITTED, peak RSS, and the destination's own create rate
   --worker-heap-mb MIB    with --namespaces: the worker's V8 heap limit (--max-old-space-size),
                           to check that a sync of N namespaces fits the heap its start admits
+  --per-database N        with --namespaces: N collections per database (default 500; as many
+                          as --namespaces puts every tenant's collection in one database)
   --kills K               with --namespaces: SIGKILL the worker K times during its copy (each
                           time restarted; it resumes the persisted job), then compare both
                           clusters byte for byte after commit
@@ -113,6 +117,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     namespaces: null,
     kills: 0,
     workerHeapMB: null,
+    perDatabase: null,
     verification: true,
     verificationGiven: false,
     loadWriters: 1,
@@ -195,6 +200,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         break;
       case '--worker-heap-mb':
         o.workerHeapMB = Math.floor(positive(value()));
+        break;
+      case '--per-database':
+        o.perDatabase = Math.floor(positive(value()));
         break;
       case '--verification': {
         const v = value();

@@ -182,9 +182,7 @@ async function planRename(
       destination: [{ kind: 'rename', from, to }],
       catalog: (c) => {
         if (dropReplaced) c.remove(dropReplaced.key);
-        const moved = c.byKey(record.key)!;
-        moved.database = to.db;
-        moved.collection = to.coll;
+        c.rename(record.key, to);
       },
     };
   }

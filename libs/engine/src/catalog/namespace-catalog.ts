@@ -19,6 +19,11 @@ export function uuidHex(value: unknown): string | undefined {
   return undefined;
 }
 
+/** Database and collection as one map key (a NUL byte cannot occur in either name). */
+function nameKey(db: string, coll: string): string {
+  return `${db}\0${coll}`;
+}
+
 export function viewKey(db: string, name: string): string {
   return `view:${db}.${name}`;
 }
@@ -99,8 +104,37 @@ export class NamespaceCatalog {
     return this.index.byKey.get(key);
   }
 
+  /**
+   * O(1) too: a source without collection UUIDs in its events routes every document event by
+   * name, and with 100,000 namespaces a scan per event held change application to a crawl. The
+   * first record of the array with that name, as a scan would find it.
+   */
   byName(db: string, coll: string): NamespaceRecord | undefined {
-    return this.records.find((r) => r.database === db && r.collection === coll);
+    const records = this.records;
+    if (this.names?.of !== records) {
+      const byName = new Map<string, NamespaceRecord>();
+      for (const r of records) {
+        const name = nameKey(r.database, r.collection);
+        if (!byName.has(name)) byName.set(name, r);
+      }
+      this.names = { of: records, byName };
+    }
+    const found = this.names.byName.get(nameKey(db, coll));
+    // Names change in place only through `rename`, which drops the index; a record renamed
+    // some other way is never answered for its old name.
+    return found && found.database === db && found.collection === coll ? found : undefined;
+  }
+
+  /** Names by record, rebuilt when the records array is replaced or a record renamed. */
+  private names: { of: NamespaceRecord[]; byName: Map<string, NamespaceRecord> } | null = null;
+
+  /** A record moved to another name in place (a rename within its database). */
+  rename(key: string, to: NamespaceName): void {
+    const record = this.byKey(key);
+    if (!record) throw new Error(`rename: no catalog record ${key}`);
+    record.database = to.db;
+    record.collection = to.coll;
+    this.names = null;
   }
 
   /** Records of one database (dropDatabase). */

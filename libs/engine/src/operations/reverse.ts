@@ -2,6 +2,7 @@ import type { Timestamp } from 'bson';
 import { ApiError, type StartRequest } from '@sync/contracts';
 import { keyOf } from '../catalog/namespace-catalog';
 import type { ClusterDirectory } from '../ports/cluster-directory';
+import type { CollectionInfo } from '../ports/source-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import { planDestinationIndexes } from '../prepare/index-relaxation';
@@ -66,11 +67,17 @@ export async function reversedCatalog(
   const namespaces: NamespaceRecord[] = [];
   const listedAt = await newSource.clusterTime();
   const byDb = new Map<string, NamespaceRecord[]>();
-  for (const ns of old.namespaces) byDb.set(ns.database, [...(byDb.get(ns.database) ?? []), ns]);
+  for (const ns of old.namespaces) {
+    const list = byDb.get(ns.database);
+    if (list) list.push(ns);
+    else byDb.set(ns.database, [ns]);
+  }
   for (const [db, records] of byDb) {
-    const infos = await newSource.listCollections(db);
+    const infos = new Map<string, CollectionInfo>();
+    for (const i of await newSource.listCollections(db))
+      if (!infos.has(i.name)) infos.set(i.name, i);
     for (const record of records) {
-      const info = infos.find((i) => i.name === record.collection);
+      const info = infos.get(record.collection);
       if (!info) continue;
       let relaxedIndexes: NamespaceRecord['relaxedIndexes'] = [];
       let indexes: NamespaceRecord['indexes'] = [];

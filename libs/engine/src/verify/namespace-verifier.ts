@@ -80,14 +80,32 @@ export interface NamespaceCheckOptions {
   listDifferences?: number;
 }
 
-/** `listCollections` once per database and side during a pass. */
+/**
+ * `listCollections` once per database and side during a pass, each listing by name: a pass
+ * checks every collection of a database against it, and a scan per collection was quadratic in
+ * the collections of one database (a tenant per collection puts them all in one).
+ */
 export class ListingCache {
-  private readonly cache = new Map<string, Promise<CollectionInfo[]>>();
-  get(cluster: VerifiableCluster, side: string, database: string): Promise<CollectionInfo[]> {
+  private readonly cache = new Map<string, Promise<Map<string, CollectionInfo>>>();
+
+  /** The collection or view `name` of `database` on that side, as listed; undefined: none. */
+  async find(
+    cluster: VerifiableCluster,
+    side: string,
+    database: string,
+    name: string,
+  ): Promise<CollectionInfo | undefined> {
     const key = `${side}|${database}`;
     let listing = this.cache.get(key);
-    if (!listing) this.cache.set(key, (listing = cluster.listCollections(database)));
-    return listing;
+    if (!listing) {
+      listing = cluster.listCollections(database).then((infos) => {
+        const byName = new Map<string, CollectionInfo>();
+        for (const info of infos) if (!byName.has(info.name)) byName.set(info.name, info);
+        return byName;
+      });
+      this.cache.set(key, listing);
+    }
+    return (await listing).get(name);
   }
 }
 
@@ -173,8 +191,8 @@ export async function checkMetadata(
   options: NamespaceCheckOptions,
 ): Promise<string[]> {
   const listings = options.listings ?? new ListingCache();
-  const find = async (cluster: VerifiableCluster, side: string) =>
-    (await listings.get(cluster, side, target.database)).find((c) => c.name === target.collection);
+  const find = (cluster: VerifiableCluster, side: string) =>
+    listings.find(cluster, side, target.database, target.collection);
   const [s, d] = await Promise.all([find(source, 'source'), find(destination, 'destination')]);
   if (!s || !d) return [s ? 'missing on destination' : 'missing on source'];
   const problems: string[] = [];
