@@ -74,11 +74,26 @@ describeOn('shardedClusters')('reverse of a per-shard sync (2 → 2 shards)', ()
     const show = () => describeProgress(both().map((w) => w.progress()));
     const allCanCommit = () => both().every((w) => w.progress().canCommit === true);
     const allIn = (state: string) => () => both().every((w) => w.progress().state === state);
+    /**
+     * Both workers commit once both can. canCommit is a moment's state (lag is polled each
+     * second): the lead's commit may find it gone since the poll, refused with CommitNotReady
+     * and changing nothing; it is sent again once canCommit holds again, as a user would.
+     */
+    const commitBoth = async (what: string) => {
+      for (let attempt = 1; ; attempt++) {
+        await waitFor(allCanCommit, 90_000, what, show);
+        try {
+          await lead.commit();
+          break;
+        } catch (error) {
+          if ((error as { error?: string }).error !== 'CommitNotReady' || attempt >= 5) throw error;
+        }
+      }
+      await follower.commit();
+    };
     await waitFor(allCanCommit, 90_000, 'canCommit', show);
     await app.collection<AnyDoc>('orders').updateMany({ region: 'eu' }, { $inc: { total: 1 } });
-    await waitFor(allCanCommit, 90_000, 'canCommit again', show);
-    await lead.commit();
-    await follower.commit();
+    await commitBoth('canCommit again');
     await waitFor(allIn('COMMITTED'), 90_000, 'COMMITTED', show);
     expect((await compareClusters(src, dst, { databases: [testDb('app')] })).differences).toEqual(
       [],
@@ -140,9 +155,7 @@ describeOn('shardedClusters')('reverse of a per-shard sync (2 → 2 shards)', ()
     expect(follower.job?.destination.name).toBe('cluster0');
     await target.collection<AnyDoc>('users').insertOne({ _id: new Int32(5000), uid: 'late' });
 
-    await waitFor(allCanCommit, 90_000, 'canCommit after reverse', show);
-    await lead.commit();
-    await follower.commit();
+    await commitBoth('canCommit after reverse');
     await waitFor(allIn('COMMITTED'), 90_000, 'COMMITTED back', show);
     const report = await compareClusters(dst, src, { databases: [testDb('app')] });
     expect(report.differences).toEqual([]);
@@ -166,9 +179,7 @@ describeOn('shardedClusters')('reverse of a per-shard sync (2 → 2 shards)', ()
     expect(both().map((w) => w.job?.shard?.sources)).toEqual([undefined, undefined]);
     await app.collection<AnyDoc>('orders').insertOne({ _id: new Int32(2000), region: 'eu' });
     await app.collection<AnyDoc>('users').updateMany({}, { $set: { third: true } });
-    await waitFor(allCanCommit, 90_000, 'canCommit after the second reverse', show);
-    await lead.commit();
-    await follower.commit();
+    await commitBoth('canCommit after the second reverse');
     await waitFor(allIn('COMMITTED'), 90_000, 'COMMITTED a third time', show);
     expect((await compareClusters(src, dst, { databases: [testDb('app')] })).differences).toEqual(
       [],
