@@ -135,6 +135,31 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     expect(together[2]!.map((spec) => spec.name)).toEqual(['_id_', 'za', 't_1']);
   });
 
+  it("reads several collections' sizes in one aggregate, the figures collStats gives", async () => {
+    const db = client.db('sized');
+    await db
+      .collection<AnyId>('a')
+      .insertMany(Array.from({ length: 30 }, (_, i) => ({ _id: i, pad: 'x'.repeat(i * 10) })));
+    await db.collection<AnyId>('b').insertOne({ _id: 'only' });
+    await db.createCollection('empty');
+    const names = ['b', 'a', 'empty'];
+    const status = () => client.db('admin').command({ serverStatus: 1 });
+    const count = async (name: string) =>
+      Number((await status()).metrics.commands[name]?.total ?? 0);
+    const [aggregatesBefore, statsBefore] = [await count('aggregate'), await count('collStats')];
+    const together = await source.collectionStatsMany('sized', names);
+    expect((await count('aggregate')) - aggregatesBefore).toBe(1);
+    expect((await count('collStats')) - statsBefore).toBe(0);
+    const alone = [];
+    for (const name of names) alone.push(await source.collectionStats('sized', name));
+    expect(together).toEqual(alone);
+    expect(together.map((s) => s?.count)).toEqual([1, 30, 0]);
+    expect(together[1]!.bytes).toBeGreaterThan(30 * 10);
+
+    // A collection that is not there fails the whole read: every entry is left to collStats.
+    expect(await source.collectionStatsMany('sized', ['a', 'missing'])).toEqual([null, null]);
+  });
+
   it('raw reads survive primary state-change errors: their topologyVersion is decoded', async () => {
     // mongod appends its topologyVersion to a NotWritablePrimary reply. A raw read once had the
     // driver decode that reply raw too: the server's topology version became undecoded bytes in

@@ -123,19 +123,13 @@ export class MongoSourceCluster implements SourceCluster {
     if (collections.length === 0 || this.indexStatsRefused) return none;
     // A `hello` that failed is asked again next time; this batch goes to `listIndexes`.
     if (await this.isRouter().catch(() => true)) return none;
-    const stage = (n: number): Document[] => [
-      { $indexStats: {} },
-      { $replaceWith: { n: new Int32(n), spec: '$spec', building: '$building' } },
-    ];
-    const pipeline: Document[] = stage(0);
-    collections.slice(1).forEach((coll, i) => {
-      pipeline.push({ $unionWith: { coll, pipeline: stage(i + 1) } });
-    });
     const found: Array<Document[] | null> = collections.map(() => []);
-    const cursor = this.client
-      .db(database)
-      .collection(collections[0]!)
-      .aggregate<{ n: Int32; spec: Document; building?: boolean }>(pipeline, EXACT_BSON);
+    const cursor = this.eachOf<{ n: Int32; spec: Document; building?: boolean }>(
+      database,
+      collections,
+      { $indexStats: {} },
+      { spec: '$spec', building: '$building' },
+    );
     try {
       for await (const entry of cursor) {
         const n = toNumber(entry.n);
@@ -155,6 +149,61 @@ export class MongoSourceCluster implements SourceCluster {
       await cursor.close().catch(() => undefined);
     }
     return found.map((list) => (list === null || list.length === 0 ? null : list));
+  }
+
+  /**
+   * The sizes of several collections of one database in ONE read: `$collStats` (storage
+   * statistics: `size` and `count`, the figures `collStats` gives) of each, chained with
+   * `$unionWith`. Null for a collection the read did not answer, and for all of them through a
+   * mongos (one answer per shard there) or when the read failed (a collection dropped
+   * meanwhile fails the whole read): the caller asks `collectionStats` for those.
+   */
+  async collectionStatsMany(
+    database: string,
+    collections: string[],
+  ): Promise<Array<{ bytes: number; count: number } | null>> {
+    const found: Array<{ bytes: number; count: number } | null> = collections.map(() => null);
+    if (collections.length === 0) return found;
+    if (await this.isRouter().catch(() => true)) return found;
+    const cursor = this.eachOf<{ n: Int32; size?: unknown; count?: unknown }>(
+      database,
+      collections,
+      { $collStats: { storageStats: {} } },
+      { size: '$storageStats.size', count: '$storageStats.count' },
+    );
+    try {
+      for await (const entry of cursor) {
+        const n = toNumber(entry.n);
+        if (!(n >= 0 && n < found.length)) throw new Error(`collectionStatsMany: entry ${n}`);
+        const bytes = entry.size === undefined ? NaN : toNumber(entry.size);
+        const count = entry.count === undefined ? NaN : toNumber(entry.count);
+        found[n] = Number.isFinite(bytes) && Number.isFinite(count) ? { bytes, count } : null;
+      }
+    } catch {
+      return collections.map(() => null);
+    } finally {
+      await cursor.close().catch(() => undefined);
+    }
+    return found;
+  }
+
+  /**
+   * One aggregate over several collections of a database: `stage` (a source stage: it must come
+   * first) on the first collection and on each other (`$unionWith`), every output reduced to
+   * `fields` and tagged `n` with its collection's position.
+   */
+  private eachOf<T extends Document>(
+    database: string,
+    collections: string[],
+    stage: Document,
+    fields: Document,
+  ) {
+    const of = (n: number): Document[] => [stage, { $replaceWith: { n: new Int32(n), ...fields } }];
+    const pipeline: Document[] = of(0);
+    collections.slice(1).forEach((coll, i) => {
+      pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
+    });
+    return this.client.db(database).collection(collections[0]!).aggregate<T>(pipeline, EXACT_BSON);
   }
 
   /** Whether the client talks to a mongos (`hello`, asked until one answers). */

@@ -44,24 +44,70 @@ describe('planSync: size estimates', () => {
       Array.from({ length: documents }, (_, k) => ({ _id: k, pad: padding(perDocument) })),
     );
     source.seed('big', 'tiny', [{ _id: 1 }]);
-    const collStats = jest.spyOn(source, 'collectionStats');
+    const own = {
+      large: await source.collectionStats('big', 'large'),
+      tiny: await source.collectionStats('big', 'tiny'),
+    };
+    source.statsReads = 0;
 
     const plan = await planSync(source, new NamespaceFilter(), silentLogger);
 
-    expect(collStats).toHaveBeenCalledTimes(2);
+    // Both in one read where the source can (collectionStatsMany), exactly their own figures.
+    expect([source.batchedStatsReads, source.statsReads]).toEqual([1, 0]);
     const byName = new Map(plan.namespaces.map((ns) => [ns.collection, ns]));
     expect(byName.get('large')!.estimatedCount).toBe(documents);
     expect(byName.get('large')!.estimatedBytes).toBeGreaterThan(SMALL_DATABASE_BYTES);
     expect(byName.get('tiny')!.estimatedCount).toBe(1);
+    for (const name of ['large', 'tiny'] as const)
+      expect([byName.get(name)!.estimatedBytes, byName.get(name)!.estimatedCount]).toEqual([
+        own[name].bytes,
+        own[name].count,
+      ]);
+
+    // A source that cannot read them together: each collection's collStats, same figures.
+    const alone = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    alone.listsIndexesTogether = false;
+    for (const name of ['large', 'tiny'])
+      alone.seed('big', name, source.collection('big', name)!.documents);
+    const again = await planSync(alone, new NamespaceFilter(), silentLogger);
+    expect([alone.batchedStatsReads, alone.statsReads]).toEqual([0, 2]);
+    expect(again.namespaces.map((ns) => [ns.estimatedBytes, ns.estimatedCount])).toEqual(
+      plan.namespaces.map((ns) => [ns.estimatedBytes, ns.estimatedCount]),
+    );
+  });
+
+  it('a collection the batched size read could not answer reads its own collStats', async () => {
+    const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
+    const big = Array.from({ length: 20 }, (_, k) => ({ _id: k, pad: padding(64 * 1024) }));
+    source.seed('big', 'a', big);
+    source.seed('big', 'b', [{ _id: 1 }]);
+    const batch = source.collectionStatsMany.bind(source);
+    source.collectionStatsMany = async (database, collections) =>
+      (await batch(database, collections)).map((one, i) => (collections[i] === 'b' ? null : one));
+    source.statsReads = 0;
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger);
+    expect(source.statsReads).toBe(1);
+    expect(plan.namespaces.map((ns) => [ns.collection, ns.estimatedCount])).toEqual([
+      ['a', 20],
+      ['b', 1],
+    ]);
   });
 
   it('a small partition target (a tuning option) makes a small database’s collections read each', async () => {
     const source = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
     source.seed('shop', 'a', [{ _id: 1, pad: padding(3000) }]);
     source.seed('shop', 'b', [{ _id: 1 }]);
-    const collStats = jest.spyOn(source, 'collectionStats');
-    await planSync(source, new NamespaceFilter(), silentLogger, { partitionTargetBytes: 2000 });
-    expect(collStats).toHaveBeenCalledTimes(2);
+    const dbStats = jest.spyOn(source, 'databaseStats');
+    const plan = await planSync(source, new NamespaceFilter(), silentLogger, {
+      partitionTargetBytes: 2000,
+    });
+    // The totals were read, then each collection's own figures (in one batched read).
+    expect(dbStats).toHaveBeenCalledTimes(1);
+    expect(source.batchedStatsReads).toBe(1);
+    expect(plan.namespaces.map((ns) => ns.estimatedBytes)).toEqual([
+      (await source.collectionStats('shop', 'a')).bytes,
+      (await source.collectionStats('shop', 'b')).bytes,
+    ]);
   });
 
   it('a database of one collection costs no extra round trip', async () => {

@@ -1,4 +1,4 @@
-import type { Document, Timestamp } from 'bson';
+import type { Timestamp } from 'bson';
 import type { NamespaceFilter } from '../namespaces/namespace-filter';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { NamespaceRecord } from '../ports/job-store';
@@ -59,6 +59,24 @@ async function smallDatabaseShare(
   };
 }
 
+/**
+ * What a batched read answered, by name (none when there is no such read or it failed): the
+ * names it left null are read one by one.
+ */
+async function answered<T>(
+  names: string[],
+  read: ((names: string[]) => Promise<Array<T | null>>) | undefined,
+): Promise<Map<string, T>> {
+  const out = new Map<string, T>();
+  if (!read) return out;
+  const answers = await read(names).catch(() => names.map(() => null));
+  names.forEach((name, i) => {
+    const one = answers[i];
+    if (one) out.set(name, one);
+  });
+  return out;
+}
+
 export async function planSync(
   source: SourceCluster,
   filter: NamespaceFilter,
@@ -102,16 +120,16 @@ export async function planSync(
     for (let from = 0; from < selected.length; from += INDEX_LISTING_BATCH) {
       const chunk = selected.slice(from, from + INDEX_LISTING_BATCH);
       const names = chunk.filter((info) => info.type !== 'view').map((info) => info.name);
-      const listed = new Map<string, Document[]>();
-      if (source.listIndexesMany && names.length > 1) {
-        const lists = await source
-          .listIndexesMany(database, names)
-          .catch(() => names.map(() => null));
-        names.forEach((name, i) => {
-          const list = lists[i];
-          if (list) listed.set(name, list);
-        });
-      }
+      const batched = names.length > 1;
+      // Sizes too, where the database is not small enough to share its totals out: a tenant
+      // per collection in one large database would otherwise cost a collStats each.
+      const [listed, sized] = await Promise.all([
+        answered(names, batched ? source.listIndexesMany?.bind(source, database) : undefined),
+        answered(
+          names,
+          batched && !share ? source.collectionStatsMany?.bind(source, database) : undefined,
+        ),
+      ]);
       await runPool(
         chunk.map((info, i) => async () => {
           const record = await describeNamespace(
@@ -119,7 +137,7 @@ export async function planSync(
             database,
             info,
             listedAt,
-            share,
+            share ?? sized.get(info.name),
             listed.get(info.name),
           );
           // Copied by the initial copy: done once the job's phase is `copied` (a fresh record:

@@ -191,6 +191,15 @@ export interface SourceCluster {
    */
   listIndexesMany?(database: string, collections: string[]): Promise<Array<Document[] | null>>;
   /**
+   * Optional: `collectionStats` of several collections of one database in ONE read, in the
+   * order given. An entry is null where the read could not answer (the caller asks
+   * `collectionStats` for that collection): planning a large database of many collections.
+   */
+  collectionStatsMany?(
+    database: string,
+    collections: string[],
+  ): Promise<Array<{ bytes: number; count: number } | null>>;
+  /**
    * The documents whose `_id` is one of `ids` (at most a few hundred), in any order, as raw
    * BSON — the exact bytes the server holds, compared byte for byte, never decoded: what the
    * verifier re-checks of a document change application wrote. Optional: without it the

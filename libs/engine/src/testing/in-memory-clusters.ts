@@ -174,7 +174,22 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     database: string,
     collection: string,
   ): Promise<{ bytes: number; count: number }> {
+    this.statsReads++;
     return sizeOf(this.collection(database, collection, false)?.documents ?? []);
+  }
+  /** `collectionStats` calls, and `collectionStatsMany` reads (several collections each). */
+  statsReads = 0;
+  batchedStatsReads = 0;
+  async collectionStatsMany(
+    database: string,
+    collections: string[],
+  ): Promise<Array<{ bytes: number; count: number } | null>> {
+    if (!this.listsIndexesTogether) return collections.map(() => null);
+    this.batchedStatsReads++;
+    return collections.map((collection) => {
+      const found = this.collection(database, collection, false);
+      return found ? sizeOf(found.documents) : null;
+    });
   }
   async databaseStats(database: string): Promise<{ bytes: number; count: number }> {
     return sizeOf([...(this.databases.get(database)?.values() ?? [])].flatMap((c) => c.documents));
