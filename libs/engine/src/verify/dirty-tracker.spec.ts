@@ -32,6 +32,34 @@ function checkAllEqual(t: DirtyTracker, all = false) {
 }
 
 describe('DirtyTracker (what the incremental verifier still has to read)', () => {
+  it('the metadata left to compare, asked for again, reflects every check, DDL and catalog change', () => {
+    const { t } = tracker();
+    const other: TrackedNamespace = {
+      ...items(),
+      collection: 'orders',
+      signature: 'o|1|done|collection',
+    };
+    t.sync([items(), other]);
+    expect(t.uncheckedMetadata()).toBe(2);
+    const [a, b] = [t.get('shop', 'items')!, t.get('shop', 'orders')!];
+    t.metadataChecked(a, true, 1_000);
+    expect(t.uncheckedMetadata()).toBe(1);
+    // Found different: checked all the same (the final pass names it).
+    t.metadataChecked(b, false, 1_000);
+    expect(t.uncheckedMetadata()).toBe(0);
+    expect([b.metadataOk, b.metadataDiffers]).toEqual([false, 1]);
+    t.metadataChanged('shop', 'items'); // a DDL
+    expect(t.uncheckedMetadata()).toBe(1);
+    t.metadataChecked(a, true, 2_000);
+    expect(t.uncheckedMetadata()).toBe(0);
+    // A new partition set: compared again.
+    t.sync([{ ...items(), signature: 'k|2|done|collection' }, other]);
+    expect(t.uncheckedMetadata()).toBe(1);
+    // Gone from the catalog: nothing left to compare for it.
+    t.sync([other]);
+    expect(t.uncheckedMetadata()).toBe(0);
+  });
+
   it('a backlog asked for again reflects every check, write, DDL and catalog change since, and ages', () => {
     const { t, mark, advance } = tracker();
     t.sync([items()]);

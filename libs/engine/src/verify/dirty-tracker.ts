@@ -178,6 +178,7 @@ export class DirtyTracker {
     dirtyRanges: number;
     uncheckedRanges: number;
     oldest: number;
+    uncheckedMetadata: number;
   } | null = null;
 
   constructor(
@@ -463,12 +464,29 @@ export class DirtyTracker {
 
   backlog(): Backlog {
     const now = this.now();
+    const { dirtyRanges, uncheckedRanges, oldest } = this.tally();
+    return {
+      dirtyDocuments: this.idCount,
+      dirtyRanges,
+      uncheckedRanges,
+      oldestUncheckedMs: oldest === Infinity ? 0 : Math.max(0, now - oldest),
+    };
+  }
+
+  /**
+   * The figures of one walk over every namespace, reused while nothing they count moved (see
+   * `version`): progress, metrics and canCommit each ask several times a second.
+   */
+  private tally(): NonNullable<DirtyTracker['lastBacklog']> {
     let last = this.lastBacklog;
     if (last?.version !== this.version || last.seq !== this.seq) {
       let dirtyRanges = 0;
       let uncheckedRanges = 0;
       let oldest = Infinity;
+      let uncheckedMetadata = 0;
       for (const state of this.eachNamespace()) {
+        if (state.ranges && !state.metadataOk && state.metadataDiffers === 0)
+          uncheckedMetadata += 1;
         for (const r of state.ranges ?? []) {
           if (!r.checked) uncheckedRanges += 1;
           else if (r.dirty) dirtyRanges += 1;
@@ -484,16 +502,11 @@ export class DirtyTracker {
         dirtyRanges,
         uncheckedRanges,
         oldest,
+        uncheckedMetadata,
       };
       this.lastBacklog = last;
     }
-    const { dirtyRanges, uncheckedRanges, oldest } = last;
-    return {
-      dirtyDocuments: this.idCount,
-      dirtyRanges,
-      uncheckedRanges,
-      oldestUncheckedMs: oldest === Infinity ? 0 : Math.max(0, now - oldest),
-    };
+    return last;
   }
 
   /**
@@ -512,11 +525,15 @@ export class DirtyTracker {
    * pass compares those again, so a commit waits for them as for unchecked ranges.
    */
   uncheckedMetadata(): number {
-    let unchecked = 0;
-    for (const state of this.eachNamespace()) {
-      if (state.ranges && !state.metadataOk && state.metadataDiffers === 0) unchecked += 1;
-    }
-    return unchecked;
+    return this.tally().uncheckedMetadata;
+  }
+
+  /** A live check compared a namespace's options and indexes (found equal or not). */
+  metadataChecked(state: NamespaceState, equal: boolean, at: number): void {
+    this.version += 1;
+    state.metadataOk = equal;
+    state.metadataCheckedAt = at;
+    state.metadataDiffers = equal ? 0 : state.metadataDiffers + 1;
   }
 
   private markRange(range: RangeState, seq: number): void {

@@ -26,6 +26,27 @@ describe('diffIndexes', () => {
     ]);
   });
 
+  it('plain values compare as their BSON: a JS number as what it encodes to, -0 apart from 0', () => {
+    const spec = (extra: object) => [{ v: 2, key: { a: 1 }, name: 'a_1', ...extra }];
+    // 60 encodes as an Int32: the same index as one listed with Int32(60).
+    expect(
+      diffIndexes(
+        spec({ expireAfterSeconds: 60 }),
+        spec({ expireAfterSeconds: new Int32(60) }),
+        true,
+      ),
+    ).toEqual([]);
+    expect(
+      diffIndexes(spec({ expireAfterSeconds: 60.5 }), spec({ expireAfterSeconds: 60.5 }), true),
+    ).toEqual([]);
+    expect(diffIndexes(spec({ weight: 0 }), spec({ weight: -0 }), true)).toEqual([
+      'index a_1 differs (weight)',
+    ]);
+    expect(diffIndexes(spec({ sparse: true }), spec({ sparse: 'true' }), true)).toEqual([
+      'index a_1 differs (sparse)',
+    ]);
+  });
+
   it("the key's field order is the index: compared as it is", () => {
     const source = [{ v: 2, key: { a: 1, b: 1 }, name: 'ab' }];
     const destination = [{ v: 2, key: { b: 1, a: 1 }, name: 'ab' }];

@@ -719,9 +719,7 @@ export class Verification {
           entryOf(name).verdict.problems.unshift(...problems);
           const state = tracker.get(target.database, target.collection);
           if (state && phase === 'live' && state.metadataChangedAt <= passStart) {
-            state.metadataOk = problems.length === 0;
-            state.metadataCheckedAt = this.options.clock.now();
-            state.metadataDiffers = problems.length === 0 ? 0 : state.metadataDiffers + 1;
+            tracker.metadataChecked(state, problems.length === 0, this.options.clock.now());
           }
         },
         true,
