@@ -198,11 +198,10 @@ export class MongoSourceCluster implements SourceCluster {
     stage: Document,
     fields: Document,
   ) {
-    const of = (n: number): Document[] => [stage, { $replaceWith: { n: new Int32(n), ...fields } }];
-    const pipeline: Document[] = of(0);
-    collections.slice(1).forEach((coll, i) => {
-      pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
-    });
+    const pipeline = unionOfEach(collections, (n) => [
+      stage,
+      { $replaceWith: { n: new Int32(n), ...fields } },
+    ]);
     return this.client.db(database).collection(collections[0]!).aggregate<T>(pipeline, EXACT_BSON);
   }
 
@@ -440,11 +439,9 @@ export class MongoSourceCluster implements SourceCluster {
     options: { signal?: AbortSignal } = {},
   ): Promise<RangeDigest[]> {
     if (collections.length === 0) return [];
-    const tag = (n: number) => ({ $replaceWith: { n: new Int32(n), d: '$$ROOT' } });
-    const pipeline: Document[] = [tag(0)];
-    collections.slice(1).forEach((coll, i) => {
-      pipeline.push({ $unionWith: { coll, pipeline: [tag(i + 1)] } });
-    });
+    const pipeline = unionOfEach(collections, (n) => [
+      { $replaceWith: { n: new Int32(n), d: '$$ROOT' } },
+    ]);
     pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
     const documents: Uint8Array[][] = collections.map(() => []);
     const cursor = rawDocumentCursor(this.client.db(database), {
@@ -579,4 +576,16 @@ async function oplogWindow(client: MongoClient): Promise<HistoryWindow | null> {
     if (error instanceof MongoServerError) return null; // unauthorized, …
     throw error;
   }
+}
+
+/**
+ * The pipeline of one aggregate over several collections of a database, run on the first:
+ * `of(0)`, then each other collection's `of(n)` through `$unionWith`, `n` its position.
+ */
+function unionOfEach(collections: string[], of: (n: number) => Document[]): Document[] {
+  const pipeline = of(0);
+  collections.slice(1).forEach((coll, i) => {
+    pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
+  });
+  return pipeline;
 }

@@ -28,6 +28,13 @@ export function viewKey(db: string, name: string): string {
   return `view:${db}.${name}`;
 }
 
+/** A database's listing by collection name (the first of a name, as a scan would find it). */
+export function listingByName(infos: readonly CollectionInfo[]): Map<string, CollectionInfo> {
+  const byName = new Map<string, CollectionInfo>();
+  for (const info of infos) if (!byName.has(info.name)) byName.set(info.name, info);
+  return byName;
+}
+
 /** The key a listed collection or view is known by in the catalog. */
 export function keyOf(database: string, info: CollectionInfo): string {
   if (info.type === 'view' || !info.uuid) return viewKey(database, info.name);

@@ -1,11 +1,14 @@
+import { runPool } from '../verify/verify-pass';
+
 /**
  * Writes `items` in slices of at most `size`, up to `concurrency` slices in flight: a store's bulk
  * writes of thousands of records overlap the client's encoding of one slice with the server's
  * work on another, instead of alternating. Slices may land in any order, so the caller's writes
  * must be independent of each other (an unordered bulk each).
  *
- * A failure starts no further slice and is thrown only once every slice in flight has settled:
- * a caller that writes again after the failure never races a write of its failed attempt.
+ * A failure starts no further slice and is thrown only once every slice in flight has settled
+ * (`runPool` alone would reject at once): a caller that writes again after the failure never
+ * races a write of its failed attempt.
  */
 export async function inSlices<T>(
   items: readonly T[],
@@ -13,22 +16,17 @@ export async function inSlices<T>(
   concurrency: number,
   write: (slice: T[]) => Promise<void>,
 ): Promise<void> {
-  if (items.length === 0) return;
   const step = Math.max(1, Math.floor(size));
-  let next = 0;
   let failure: { error: unknown } | null = null;
-  const lane = async (): Promise<void> => {
-    while (failure === null && next < items.length) {
-      const start = next;
-      next += step;
-      try {
-        await write(items.slice(start, start + step));
-      } catch (error) {
+  const slices: Array<() => Promise<void>> = [];
+  for (let start = 0; start < items.length; start += step) {
+    slices.push(async () => {
+      if (failure !== null) return;
+      await write(items.slice(start, start + step)).catch((error: unknown) => {
         failure ??= { error };
-      }
-    }
-  };
-  const lanes = Math.max(1, Math.min(Math.floor(concurrency), Math.ceil(items.length / step)));
-  await Promise.all(Array.from({ length: lanes }, lane));
+      });
+    });
+  }
+  await runPool(slices, Math.max(1, Math.floor(concurrency)));
   if (failure !== null) throw (failure as { error: unknown }).error;
 }

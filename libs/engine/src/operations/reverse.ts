@@ -1,8 +1,7 @@
 import type { Timestamp } from 'bson';
 import { ApiError, type StartRequest } from '@sync/contracts';
-import { keyOf } from '../catalog/namespace-catalog';
+import { keyOf, listingByName } from '../catalog/namespace-catalog';
 import type { ClusterDirectory } from '../ports/cluster-directory';
-import type { CollectionInfo } from '../ports/source-cluster';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord } from '../ports/job-store';
 import { planDestinationIndexes } from '../prepare/index-relaxation';
@@ -73,9 +72,7 @@ export async function reversedCatalog(
     else byDb.set(ns.database, [ns]);
   }
   for (const [db, records] of byDb) {
-    const infos = new Map<string, CollectionInfo>();
-    for (const i of await newSource.listCollections(db))
-      if (!infos.has(i.name)) infos.set(i.name, i);
+    const infos = listingByName(await newSource.listCollections(db));
     for (const record of records) {
       const info = infos.get(record.collection);
       if (!info) continue;

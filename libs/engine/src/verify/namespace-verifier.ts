@@ -3,6 +3,7 @@ import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
 import { bytesEqual, diffDocuments, idText, rawEqual, rawId } from './document-diff';
 import { diffIndexes } from './index-diff';
+import { listingByName } from '../catalog/namespace-catalog';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { CopyShare } from '../shards/topology';
 
@@ -98,11 +99,7 @@ export class ListingCache {
     const key = `${side}|${database}`;
     let listing = this.cache.get(key);
     if (!listing) {
-      listing = cluster.listCollections(database).then((infos) => {
-        const byName = new Map<string, CollectionInfo>();
-        for (const info of infos) if (!byName.has(info.name)) byName.set(info.name, info);
-        return byName;
-      });
+      listing = cluster.listCollections(database).then(listingByName);
       this.cache.set(key, listing);
     }
     return (await listing).get(name);
