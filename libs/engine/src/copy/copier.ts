@@ -105,6 +105,8 @@ export interface CopyTargets {
   resolve(partition: PartitionRecord): CopyTarget;
   /** Null: the collection is gone from the source (its drop arrives as a change event). */
   relocate(partition: PartitionRecord): Promise<CopyTarget | null>;
+  /** The partition is marked done, in the store and in memory (followers of the catalog). */
+  done?(partition: PartitionRecord): void;
 }
 
 /**
@@ -222,6 +224,7 @@ export class Copier {
           partition.status = 'done';
           partition.copiedBytes = bytes;
           partition.copiedDocuments = documents;
+          this.targets.done?.(partition);
           this.logger.debug('partition copied', { partition: partition._id, bytes, documents });
         });
         return;
@@ -236,6 +239,7 @@ export class Copier {
         if (!target) {
           marks({ id: partition._id, bytes: 0, documents: 0 }, () => {
             partition.status = 'done';
+            this.targets.done?.(partition);
           });
           return;
         }

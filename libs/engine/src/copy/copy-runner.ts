@@ -225,6 +225,7 @@ export class CopyRunner {
       {
         resolve: (p) => this.target(p),
         relocate: (p) => this.relocate(p),
+        done: (p) => session.partitionChanged(p.key),
       },
       { ...DEFAULT_COPIER, ...this.options.copier },
       session.job.t0,

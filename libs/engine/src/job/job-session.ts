@@ -1,10 +1,11 @@
 import { copyOf, NamespaceCatalog } from '../catalog/namespace-catalog';
+import { CatalogWatch, type CatalogChanges } from './catalog-watch';
 import { isCopied } from '../progress/namespace-detail';
 import { CopyTally } from '../copy/copy-tally';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import type { Clock } from '../ports/clock';
 import type { DestinationCluster } from '../ports/destination-cluster';
-import type { JobRecord, JobStore, PartitionRecord } from '../ports/job-store';
+import type { JobRecord, JobStore, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import type { SourceCluster } from '../ports/source-cluster';
 import type { CoordinationStore } from '../ports/coordination-store';
 import { ShardOwnership } from '../shards/ownership';
@@ -78,6 +79,40 @@ export class JobSession {
     this.record = persisted.job;
     this.partitions = persisted.partitions;
     this.tally = new CopyTally(doneBytes(persisted.partitions));
+    this.catalogRevision += 1;
+  }
+
+  /**
+   * Bumped by every save that may change namespace records (all but `catalogUnchanged` ones)
+   * and by a reload: what a catalog watch compares.
+   */
+  private catalogRevision = 0;
+  private readonly watches = new Set<CatalogWatch>();
+
+  /** A follower of the catalog that visits only what changed (see CatalogWatch). */
+  watchCatalog(): CatalogWatch {
+    const watch = new CatalogWatch();
+    this.watches.add(watch);
+    return watch;
+  }
+
+  unwatchCatalog(watch: CatalogWatch): void {
+    this.watches.delete(watch);
+  }
+
+  /** What changed for `watch` since it last looked. */
+  changesFor(watch: CatalogWatch): CatalogChanges {
+    return watch.take({
+      revision: this.catalogRevision,
+      records: this.record.namespaces,
+      partitions: this.partitions,
+      phase: this.record.phase,
+    });
+  }
+
+  /** The copier marked a partition of namespace `key` done (in memory, once written). */
+  partitionChanged(key: string): void {
+    for (const watch of this.watches) watch.note(key);
   }
 
   get job(): JobRecord {
@@ -144,7 +179,7 @@ export class JobSession {
     const run = this.writing.then(async () => {
       const namespaces = this.record.namespaces;
       mutate(this.record);
-      this.revision += 1;
+      if (!options.catalogUnchanged) this.catalogRevision += 1;
       this.record.updatedAt = new Date(this.clock.now());
       if (
         options.catalogUnchanged &&
@@ -175,39 +210,59 @@ export class JobSession {
 
   /**
    * How many namespaces are copied (`isCopied`: marked copied, or every partition of their set
-   * done), for progress. Counted at most once a second: every progress request and metrics
-   * scrape asks, and at 100,000 namespaces a count is 100,000 partition lookups.
+   * done), for progress. Every progress request and metrics scrape asks: the namespaces not
+   * copied yet are kept, and only those whose partitions finished since are looked at again
+   * (a walk of every namespace only after a catalog change).
    */
   copiedNamespaces(): number {
-    const now = this.clock.now();
-    const cached = this.copiedCount;
-    // A job mutation (e.g. the copy's end: phase `copied`) counts again at once;
-    // partitions finishing between saves show within a second.
+    this.copiedWatch ??= this.watchCatalog();
+    const changes = this.changesFor(this.copiedWatch);
+    const { phase, namespaces } = this.record;
+    const copied = (n: NamespaceRecord) => {
+      const copy = copyOf(n, phase);
+      return isCopied(copy, copy === 'pending' ? this.partitionsOf(n.key) : NO_PARTITIONS);
+    };
+    if (changes.full) {
+      this.notCopied = new Set();
+      for (const n of namespaces) if (!copied(n)) this.notCopied.add(n.key);
+    } else {
+      for (const key of changes.keys) {
+        const n = this.notCopied.has(key) ? this.catalog.byKey(key) : undefined;
+        if (n && copied(n)) this.notCopied.delete(key);
+      }
+    }
+    return namespaces.length - this.notCopied.size;
+  }
+
+  /**
+   * Some collection's copy has not finished (`NamespaceCatalog.pendingCopies`). Copy states
+   * change only in catalog writes: the answer is kept until the next one (canCommit asks at
+   * every progress request, and the list is a walk of every namespace).
+   */
+  copiesPending(): boolean {
+    const { namespaces, phase } = this.record;
+    const cached = this.pendingCopies;
     if (
-      cached &&
-      cached.revision === this.revision &&
-      cached.partitions === this.partitions &&
-      now - cached.at < 1_000
+      cached?.revision === this.catalogRevision &&
+      cached.records === namespaces &&
+      cached.phase === phase
     )
       return cached.value;
-    let value = 0;
-    const { phase } = this.record;
-    for (const n of this.record.namespaces) {
-      const copy = copyOf(n, phase);
-      if (isCopied(copy, copy === 'pending' ? this.partitionsOf(n.key) : NO_PARTITIONS)) value += 1;
-    }
-    this.copiedCount = { at: now, revision: this.revision, partitions: this.partitions, value };
+    const value = this.catalog.pendingCopies().length > 0;
+    this.pendingCopies = { revision: this.catalogRevision, records: namespaces, phase, value };
     return value;
   }
 
-  /** Job mutations applied so far (`save`): what a cached figure was computed at. */
-  private revision = 0;
-  private copiedCount: {
-    at: number;
+  private pendingCopies: {
     revision: number;
-    partitions: PartitionRecord[];
-    value: number;
+    records: readonly NamespaceRecord[];
+    phase: JobRecord['phase'];
+    value: boolean;
   } | null = null;
+
+  private copiedWatch: CatalogWatch | null = null;
+  /** Keys of the namespaces not copied as of the copied watch's last look. */
+  private notCopied = new Set<string>();
 
   /** Partitions of one namespace record's current set. */
   partitionsOf(key: string): readonly PartitionRecord[] {

@@ -164,9 +164,10 @@ export class SyncJob implements SyncEngine {
   progress(options?: ProgressOptions): Progress {
     const progress = renderProgress(this.snapshot());
     if (options?.detail === 'namespaces' && this.session && this.current !== 'IDLE') {
+      const verification = this.runner?.verification;
       progress.namespaceDetail = namespaceDetail(
         this.session,
-        this.runner?.verification.verifiedKeys,
+        verification ? (record) => verification.isVerified(record) : undefined,
       );
     }
     return progress;

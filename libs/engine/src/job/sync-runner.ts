@@ -204,10 +204,10 @@ export class SyncRunner {
       if (!this.active) throw new ApplyError('the sync is not running', true);
       const cea = this.cea;
       const session = this.hooks.session();
-      if (cea && !this.copying && session.catalog.pendingCopies().length === 0) {
+      if (cea && !this.copying && !session.copiesPending()) {
         try {
           await cea.waitUntilApplied(point, signal);
-          if (cea === this.cea && session.catalog.pendingCopies().length === 0) return;
+          if (cea === this.cea && !session.copiesPending()) return;
         } catch (error) {
           // The run decides what a failed change application means: a transient fault is
           // retried (keep waiting for the next pass), a permanent one becomes `failure` (thrown
@@ -351,7 +351,7 @@ export class SyncRunner {
     }
     if (signal.aborted) return;
     // Collections that entered the sync before a crash are finished before any later event.
-    if (session.catalog.pendingCopies().length > 0) {
+    if (session.copiesPending()) {
       this.copying = true;
       try {
         if ((await copy.copyPending(signal)) === 'aborted') return;

@@ -313,7 +313,7 @@ export function canCommitNow(
 ): boolean {
   if (state !== 'RUNNING' || !session || !runner?.active) return false;
   if (session.job.failure || (runner.failure && !runner.retrying)) return false;
-  if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
+  if (session.job.phase !== 'copied' || session.copiesPending()) return false;
   const status = runner.status();
   // The verifier caught up (as mongosync since 1.17): the final pass, inside the write-blocked
   // window, then reads only the last seconds' writes instead of what the live pass never got to.
@@ -338,7 +338,7 @@ export async function joinsCommitUnderWay(
 ): Promise<boolean> {
   if (state !== 'RUNNING' || !session || !runner?.active) return false;
   if (session.job.failure || (runner.failure && !runner.retrying)) return false;
-  if (session.job.phase !== 'copied' || session.catalog.pendingCopies().length > 0) return false;
+  if (session.job.phase !== 'copied' || session.copiesPending()) return false;
   const status = runner.status();
   if (status.copying || !status.changeApplication) return false;
   return anotherWorkerCommits(session);

@@ -10,7 +10,7 @@ function worker(requested: string[], overrides: { lagBehind?: boolean; failed?: 
       phase: 'copied',
       failure: overrides.failed ? { error: 'DestinationWriteError' } : undefined,
     },
-    catalog: { pendingCopies: () => [] },
+    copiesPending: () => false,
     coordination: { load: async () => ({ commitSteps: { requested } }) },
   } as unknown as JobSession;
   const runner = {

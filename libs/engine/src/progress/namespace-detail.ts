@@ -1,5 +1,6 @@
 import type { JobSession } from '../job/job-session';
 import { copyOf, type CopyStatus } from '../catalog/namespace-catalog';
+import type { NamespaceRecord } from '../ports/job-store';
 
 export interface NamespaceProgress {
   namespace: string;
@@ -32,7 +33,8 @@ export function isCopied(copy: CopyStatus, partitions: ReadonlyArray<{ status: s
 /** One entry per namespace of the catalog (GET /progress?detail=namespaces). */
 export function namespaceDetail(
   session: JobSession,
-  verified: ReadonlySet<string> = new Set(),
+  /** Found equal on both sides by the live verifier (per namespace). */
+  verified: (record: NamespaceRecord) => boolean = () => false,
 ): NamespaceProgress[] {
   return session.catalog.records.map((record) => {
     const partitions = session.partitionsOf(record.key);
@@ -46,7 +48,7 @@ export function namespaceDetail(
       record.copy === 'none'
         ? 'created'
         : isCopied(copyOf(record, session.job.phase), partitions)
-          ? verified.has(record.key)
+          ? verified(record)
             ? 'verified'
             : 'copied'
           : record.partitionSet === undefined

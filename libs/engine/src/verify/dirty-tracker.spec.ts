@@ -1,6 +1,6 @@
 import { documentIdentity } from '../apply/doc-key';
 import type { IdRange } from '../ports/source-cluster';
-import { DirtyTracker, type TrackedNamespace } from './dirty-tracker';
+import { DirtyTracker, type RangeState, type TrackedNamespace } from './dirty-tracker';
 
 const items = (
   ranges: IdRange[] = [{ max: 10 }, { min: 10, max: 20 }, { min: 20 }],
@@ -294,5 +294,160 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     t.sync([items()]);
     expect(checkAllEqual(t)[0]!.ranges.map((r) => r.index)).toEqual([2]);
     expect(t.caughtUp(5_000)).toBe(true);
+  });
+});
+
+describe('DirtyTracker: walks of the unsettled namespaces only', () => {
+  /** A seeded generator: the same sequence every run. */
+  function random(seed: number) {
+    let x = seed;
+    return (n: number) => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return (x >>> 16) % n;
+    };
+  }
+
+  /** The backlog and plan as a walk of every namespace computes them. */
+  function walked(t: DirtyTracker, now: number) {
+    let dirtyRanges = 0;
+    let uncheckedRanges = 0;
+    let uncheckedMetadata = 0;
+    let oldest = Infinity;
+    for (const state of t.namespaces()) {
+      if (state.ranges && !state.metadataOk && state.metadataDiffers === 0) uncheckedMetadata += 1;
+      for (const r of state.ranges ?? []) {
+        if (!r.checked) uncheckedRanges += 1;
+        else if (r.dirty) dirtyRanges += 1;
+        if (r.seq > r.checkedSeq) oldest = Math.min(oldest, r.markedAt);
+      }
+      for (const e of state.ids.values())
+        if (e.seq > e.checkedSeq) oldest = Math.min(oldest, e.markedAt);
+    }
+    const due = t
+      .namespaces()
+      .filter(
+        (s) =>
+          s.ranges &&
+          (s.ranges.some((r) => !r.checked || r.dirty) ||
+            [...s.ids.values()].some((e) => !s.rangeOf(e)?.dirty)),
+      )
+      .map((s) => s.name)
+      .sort();
+    return {
+      backlog: {
+        dirtyDocuments: t.documentsTracked,
+        dirtyRanges,
+        uncheckedRanges,
+        oldestUncheckedMs: oldest === Infinity ? 0 : Math.max(0, now - oldest),
+      },
+      uncheckedMetadata,
+      due,
+    };
+  }
+
+  it('after any sequence of follows, writes, checks and DDL, the figures and the work equal a walk of everything', () => {
+    let now = 1_000;
+    const t = new DirtyTracker(() => now, { idsPerNamespace: 3, idsTotal: 8 });
+    const next = random(7);
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+    // Per namespace: its partition set and which of its three ranges are copied.
+    const generations = new Map(names.map((n) => [n, 1]));
+    const readiness = new Map(names.map((n) => [n, [false, false, false]]));
+    const tracked = (c: string, generation: number): TrackedNamespace => ({
+      database: 'db',
+      collection: c,
+      signature: `${c}|${generation}`,
+      ranges: [{ max: 10 }, { min: 10, max: 20 }, { min: 20 }],
+      ready: [...readiness.get(c)!],
+      natural: false,
+    });
+    t.sync(names.map((n) => tracked(n, 1)));
+    let settledSeen = 0;
+    let parkedSeen = 0;
+    for (let step = 0; step < 3_000; step++) {
+      now += next(50);
+      const c = names[next(names.length)]!;
+      const op = next(12);
+      if (op === 0) {
+        const id = next(30);
+        t.markDocument('db', c, id, documentIdentity('db', c, { _id: id }));
+      } else if (op <= 3) {
+        // A check of everything planned (now and then every range: mode full), equal or not.
+        const start = t.sequence;
+        const equal = next(5) !== 0;
+        for (const w of t.plan({ all: true, full: op === 3, recheckMs: 1_000 })) {
+          for (const r of w.ranges) t.rangeChecked(w.state, r, start, equal);
+          for (const e of w.ids) t.documentChecked(w.state, e, start, equal);
+        }
+      } else if (op <= 5) {
+        const state = t.get('db', c);
+        if (state?.ranges) t.metadataChecked(state, next(4) !== 0, now);
+      } else if (op === 6) {
+        t.metadataChanged('db', c);
+      } else if (op === 7) {
+        // Another partition set for one (its ranges start over, copied or not yet).
+        generations.set(c, generations.get(c)! + 1);
+        readiness.set(c, Array(3).fill(next(2) === 0) as boolean[]);
+        t.syncSome([tracked(c, generations.get(c)!)]);
+      } else if (op === 8) {
+        t.invalidate('db', c);
+        t.sync(names.map((n) => tracked(n, generations.get(n)!)));
+      } else if (op === 10 || op === 11) {
+        // One of its partitions finished copying.
+        readiness.get(c)![next(3)] = true;
+        t.syncSome([tracked(c, generations.get(c)!)]);
+      } else if (op === 9) {
+        const state = t.get('db', c);
+        const range = state?.ranges?.[next(3)];
+        if (state && range) {
+          const identity = documentIdentity('db', c, { _id: 15 });
+          t.rangeSettledExcept(state, range, t.sequence, [{ id: 15, identity }]);
+        }
+      }
+      settledSeen += t
+        .namespaces()
+        .filter(
+          (s) =>
+            s.ranges &&
+            s.metadataOk &&
+            s.ids.size === 0 &&
+            s.ranges.every((r) => r.checked && !r.dirty),
+        ).length;
+      const expected = walked(t, now);
+      expect(t.backlog()).toEqual(expected.backlog);
+      expect(t.uncheckedMetadata()).toBe(expected.uncheckedMetadata);
+      expect(
+        t
+          .plan({ all: true, recheckMs: 1_000 })
+          .map((w) => w.state.name)
+          .sort(),
+      ).toEqual(expected.due);
+      expect(t.rangedNamespaces).toBe(t.namespaces().filter((s) => s.ranges).length);
+      // The live pass's work (nothing held back by a pause) equals a walk of everything.
+      const selected = (r: RangeState) => r.ready && (!r.checked || r.dirty);
+      const liveDue = t
+        .namespaces()
+        .filter(
+          (st) =>
+            st.ranges &&
+            (st.ranges.some(selected) ||
+              [...st.ids.values()].some((e) => {
+                const r = st.rangeOf(e);
+                return !!r && !selected(r) && !r.dirty;
+              })),
+        )
+        .map((st) => st.name)
+        .sort();
+      expect(
+        t
+          .plan({ all: false, recheckMs: 0 })
+          .map((w) => w.state.name)
+          .sort(),
+      ).toEqual(liveDue);
+      parkedSeen += t.parkedNamespaces;
+    }
+    // The sequence did settle namespaces (what the walks skip) many times over.
+    expect(settledSeen).toBeGreaterThan(1_000);
+    expect(parkedSeen).toBeGreaterThan(100);
   });
 });

@@ -158,6 +158,22 @@ const pending = (m: Mark) => m.seq > m.checkedSeq;
  */
 export class DirtyTracker {
   private readonly byDb = new Map<string, Map<string, NamespaceState>>();
+  /**
+   * The namespaces that may hold work or count in the backlog: every one not settled (ranges all
+   * checked equal, metadata equal, no dirty `_id`). Added by whatever may unsettle one, dropped
+   * lazily by the walks that find it settled. The live pass, progress and canCommit walk only
+   * these: once a copy of 100,000 small collections is checked, a handful instead of all.
+   */
+  private readonly active = new Set<NamespaceState>();
+  /**
+   * Unsettled namespaces the live pass has nothing to do for until their copy ends: every range
+   * waits for its partition (not ready, never checked), no `_id` written, no overflow. Kept out
+   * of `active`, so that during a copy of 100,000 small collections the live pass walks those
+   * whose partitions finished, not every one still to copy; the backlog counts them.
+   */
+  private readonly parked = new Set<NamespaceState>();
+  /** Followed namespaces that have ranges (the catalog told their partitions). */
+  private ranged = 0;
   private seq = 0;
   private idCount = 0;
   private readonly perNamespace: number;
@@ -211,6 +227,34 @@ export class DirtyTracker {
     for (const dbMap of this.byDb.values()) yield* dbMap.values();
   }
 
+  /**
+   * The namespaces not known settled (see `active`), settled ones dropped on the way: a
+   * namespace not visited has all its ranges checked equal, its metadata equal and no dirty
+   * `_id` (or is not followed and was never written to).
+   */
+  *eachActive(): IterableIterator<NamespaceState> {
+    for (const state of this.active) {
+      if (settled(state)) this.active.delete(state);
+      else yield state;
+    }
+  }
+
+  /** Every namespace not known settled: `eachActive` and the parked ones (all of the backlog). */
+  *eachUnsettled(): IterableIterator<NamespaceState> {
+    yield* this.parked;
+    yield* this.eachActive();
+  }
+
+  /** Namespaces whose every range waits for its copy (unsettled, no live work). */
+  get parkedNamespaces(): number {
+    return this.parked.size;
+  }
+
+  /** Followed namespaces with ranges (what per-namespace verification counts). */
+  get rangedNamespaces(): number {
+    return this.ranged;
+  }
+
   get(database: string, collection: string): NamespaceState | undefined {
     return this.byDb.get(database)?.get(collection);
   }
@@ -221,6 +265,7 @@ export class DirtyTracker {
    */
   markDocument(database: string, collection: string, id: unknown, identity: string): void {
     const state = this.state(database, collection);
+    this.activate(state);
     const seq = ++this.seq;
     const existing = state.ids.get(identity);
     if (existing) {
@@ -266,6 +311,9 @@ export class DirtyTracker {
     for (const [name, state] of [...dbMap]) {
       if (collection !== undefined && name !== collection) continue;
       this.idCount -= state.ids.size;
+      if (state.ranges) this.ranged -= 1;
+      this.active.delete(state);
+      this.parked.delete(state);
       dbMap.delete(name);
     }
   }
@@ -278,6 +326,7 @@ export class DirtyTracker {
         state.metadataOk = false;
         state.metadataDiffers = 0; // not checked since the change
         state.metadataChangedAt = seq;
+        this.activate(state);
       }
     }
   }
@@ -289,48 +338,79 @@ export class DirtyTracker {
   sync(namespaces: Iterable<TrackedNamespace>): void {
     // Stamped rather than collected in a set: at 100,000 namespaces, twice a second.
     const round = ++this.syncRound;
-    for (const ns of namespaces) {
-      const state = this.state(ns.database, ns.collection);
-      state.followed = round;
-      if (state.signature !== ns.signature || !state.ranges) {
-        this.version += 1;
-        const now = this.now();
-        const seq = ++this.seq;
-        state.signature = ns.signature;
-        state.natural = ns.natural;
-        state.metadataOk = false;
-        state.metadataDiffers = 0;
-        state.metadataChangedAt = seq;
-        const ranges = ns.view ? [] : ns.ranges.length > 0 ? ns.ranges : [{}];
-        state.ranges = ranges.map((range, index) => ({
-          index,
-          range,
-          checked: false,
-          dirty: true,
-          seq,
-          markedAt: now,
-          checkedSeq: -1,
-          checkedAt: 0,
-          differs: 0,
-          ready: true,
-        }));
-        for (const entry of state.ids.values()) delete entry.range;
-        if (state.natural) {
-          this.idCount -= state.ids.size;
-          state.clearIds();
-        }
-      }
-      state.ranges.forEach((r, i) => (r.ready = ns.ready?.[i] ?? true));
-      if (state.overflow) {
-        this.version += 1;
-        state.overflow = false;
-        for (const r of state.ranges) this.markRange(r, ++this.seq);
-      }
-    }
+    for (const ns of namespaces) this.follow(ns, round);
     const gone = [];
     for (const state of this.eachNamespace()) if (state.followed !== round) gone.push(state);
     for (const state of gone) this.invalidate(state.database, state.collection);
     this.synced = true;
+  }
+
+  /**
+   * `sync` of some namespaces only, the catalog otherwise as the last `sync` saw it (their
+   * partitions finished: no namespace came or went). Nothing is dropped.
+   */
+  syncSome(namespaces: Iterable<TrackedNamespace>): void {
+    for (const ns of namespaces) this.follow(ns, this.syncRound);
+  }
+
+  private follow(ns: TrackedNamespace, round: number): void {
+    const state = this.state(ns.database, ns.collection);
+    state.followed = round;
+    if (state.signature !== ns.signature || !state.ranges) {
+      this.version += 1;
+      const now = this.now();
+      const seq = ++this.seq;
+      if (!state.ranges) this.ranged += 1;
+      state.signature = ns.signature;
+      state.natural = ns.natural;
+      state.metadataOk = false;
+      state.metadataDiffers = 0;
+      state.metadataChangedAt = seq;
+      const ranges = ns.view ? [] : ns.ranges.length > 0 ? ns.ranges : [{}];
+      state.ranges = ranges.map((range, index) => ({
+        index,
+        range,
+        checked: false,
+        dirty: true,
+        seq,
+        markedAt: now,
+        checkedSeq: -1,
+        checkedAt: 0,
+        differs: 0,
+        ready: true,
+      }));
+      for (const entry of state.ids.values()) delete entry.range;
+      if (state.natural) {
+        this.idCount -= state.ids.size;
+        state.clearIds();
+      }
+      this.activate(state);
+    }
+    const ranges = state.ranges;
+    let waiting = ranges.length > 0 && state.ids.size === 0 && !state.overflow;
+    for (let i = 0; i < ranges.length; i++) {
+      const r = ranges[i]!;
+      r.ready = ns.ready?.[i] ?? true;
+      if (r.ready || r.checked) waiting = false;
+    }
+    if (state.overflow) {
+      this.version += 1;
+      state.overflow = false;
+      for (const r of ranges) this.markRange(r, ++this.seq);
+      this.activate(state);
+    }
+    if (waiting) {
+      this.active.delete(state);
+      this.parked.add(state);
+    } else if (this.parked.has(state)) {
+      this.activate(state);
+    }
+  }
+
+  /** Something may now be due for `state` (a write, a check, a DDL, a copy that ended). */
+  private activate(state: NamespaceState): void {
+    this.parked.delete(state);
+    this.active.add(state);
   }
 
   /**
@@ -356,7 +436,12 @@ export class DirtyTracker {
         : now - m.checkedAt >=
           Math.min(60_000, options.recheckMs * 2 ** Math.max(0, m.differs - 1)));
     const work: NamespaceWork[] = [];
-    for (const state of this.eachNamespace()) {
+    // A settled namespace has nothing due unless every range is read again (`full`).
+    for (const state of options.full
+      ? this.eachNamespace()
+      : options.all
+        ? this.eachUnsettled()
+        : this.eachActive()) {
       if (!state.ranges) continue;
       const ranges = state.ranges.filter(
         (r) => (r.ready || options.all) && (options.full || !r.checked || (r.dirty && due(r))),
@@ -409,6 +494,7 @@ export class DirtyTracker {
   /** A range's check, started at `startSeq`, found both sides `equal` (or not). */
   rangeChecked(state: NamespaceState, range: RangeState, startSeq: number, equal: boolean): void {
     this.version += 1;
+    this.activate(state); // dropped by the next walk if this settled it
     const now = this.now();
     range.checked = true;
     if (equal && range.seq <= startSeq) {
@@ -440,6 +526,7 @@ export class DirtyTracker {
   documentChecked(state: NamespaceState, entry: DirtyId, startSeq: number, equal: boolean): void {
     if (state.ids.get(entry.identity) !== entry) return; // forgotten meanwhile (a DDL)
     this.version += 1;
+    this.activate(state);
     if (equal && entry.seq <= startSeq) {
       this.forget(state, entry);
       return;
@@ -484,7 +571,7 @@ export class DirtyTracker {
       let uncheckedRanges = 0;
       let oldest = Infinity;
       let uncheckedMetadata = 0;
-      for (const state of this.eachNamespace()) {
+      for (const state of this.eachUnsettled()) {
         if (state.ranges && !state.metadataOk && state.metadataDiffers === 0)
           uncheckedMetadata += 1;
         for (const r of state.ranges ?? []) {
@@ -531,6 +618,7 @@ export class DirtyTracker {
   /** A live check compared a namespace's options and indexes (found equal or not). */
   metadataChecked(state: NamespaceState, equal: boolean, at: number): void {
     this.version += 1;
+    this.activate(state);
     state.metadataOk = equal;
     state.metadataCheckedAt = at;
     state.metadataDiffers = equal ? 0 : state.metadataDiffers + 1;
@@ -553,6 +641,19 @@ export class DirtyTracker {
     if (!state) dbMap.set(collection, (state = new NamespaceState(database, collection)));
     return state;
   }
+}
+
+/**
+ * Nothing to check and nothing in the backlog: every range checked equal since its last write,
+ * the metadata found equal, no dirty `_id` (or, not followed yet, never written to).
+ */
+function settled(state: NamespaceState): boolean {
+  if (state.overflow || state.ids.size > 0) return false;
+  const ranges = state.ranges;
+  if (!ranges) return true;
+  if (!state.metadataOk) return false;
+  for (const r of ranges) if (!r.checked || r.dirty) return false;
+  return true;
 }
 
 /** The range holding `id` (ranges in `_id` order: min inclusive, max exclusive). */

@@ -18,6 +18,17 @@ const logger: EngineLogger = {
 const docs = (n: number): Document[] =>
   Array.from({ length: n }, (_, i) => ({ _id: i, n: new Int32(i), s: `v${i}` }));
 
+/**
+ * A session fake's catalog watch: these tests change partitions and records behind the
+ * session's back, so every look walks the whole catalog (the incremental look has its own test
+ * over a real session).
+ */
+const walksEverything = {
+  watchCatalog: () => null,
+  unwatchCatalog: () => undefined,
+  changesFor: () => ({ full: true, keys: new Set<string>() }),
+};
+
 /** Two clusters with shop.items (100 documents in 4 copy partitions) and a session over them. */
 function setup(request: Partial<JobRecord['request']> = {}) {
   const src = new FakeCluster('cluster0', replicaSet('rsA', 'a:1'));
@@ -59,6 +70,7 @@ function setup(request: Partial<JobRecord['request']> = {}) {
     source: src,
     destinationReader: dst,
     partitionsOf: () => partitions,
+    ...walksEverything,
   } as unknown as JobSession;
   const { verification, advance } = verifier();
   /** Change application wrote `_id` on the destination (reported as the write lanes do). */
@@ -314,6 +326,7 @@ function smallCollections(n: number, options: (i: number) => Document = () => ({
     partitionsOf: (key: string) => [
       { key, set: 1, index: 0, status: 'done', natural: false } as unknown as PartitionRecord,
     ],
+    ...walksEverything,
   } as unknown as JobSession;
   return { src, dst, job, session, verification: verifier().verification };
 }

@@ -5,6 +5,7 @@ import { defaultIndexName } from '../prepare/sharding-plan';
 import type { AppliedWrites } from '../apply/change-applier';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
 import type { JobSession } from '../job/job-session';
+import type { CatalogWatch } from '../job/catalog-watch';
 import type { Clock } from '../ports/clock';
 import type { EngineLogger } from '../ports/engine-logger';
 import type { CopyPhase, JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
@@ -208,8 +209,8 @@ const REPLACING_DDL = new Set(['drop', 'dropDatabase', 'rename']);
  * re-reads everything. The dirty set lives in memory: a restarted worker checks every range again.
  */
 export class Verification {
-  /** Namespace keys the live pass found equal on both sides (per-namespace progress). */
-  readonly verifiedKeys = new Set<string>();
+  /** Namespaces the live pass found equal on both sides, as of its last cycle. */
+  private verifiedCount = 0;
   readonly tracker: DirtyTracker;
   private current: VerificationStatus | null = null;
   private live = false;
@@ -399,14 +400,19 @@ export class Verification {
     const began = this.options.clock.now();
     const targets = this.follow(session, false);
     const now = this.options.clock.now();
-    const metadata = [...targets.keys()].filter((name) => {
+    // Metadata found equal since its last change settles a namespace: only unsettled ones can
+    // be due.
+    const metadata: string[] = [];
+    for (const state of this.tracker.eachActive()) {
+      if (state.metadataOk) continue;
+      const name = state.name;
       // Indexes may still be built after the copy (buildIndexes afterDataCopy): checked then.
-      if (targets.get(name)?.copying) return false;
-      const state = this.stateOf(targets, name);
-      if (!state || state.metadataOk) return false;
+      const target = targets.get(name);
+      if (!target || target.copying || this.stateOf(targets, name) !== state) continue;
       const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
-      return state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause;
-    });
+      if (state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause)
+        metadata.push(name);
+    }
     const work = this.tracker.plan({
       all: false,
       recheckMs: this.recheckMs,
@@ -440,32 +446,42 @@ export class Verification {
     this.lastBookkeepingMs = bookkeeping;
   }
 
-  /** Per-namespace progress and the live status, from the tracker. */
+  /**
+   * Per-namespace progress and the live status, from the tracker: a settled namespace is equal,
+   * so only unsettled ones and those named by a live mismatch are looked at.
+   */
   private refreshLiveStatus(session: JobSession): void {
-    this.verifiedKeys.clear();
+    // A parked namespace waits for its copy: unsettled, not clean.
+    let unsettled = this.tracker.parkedNamespaces;
+    let clean = 0;
+    for (const state of this.tracker.eachActive()) {
+      if (!state.ranges) continue;
+      unsettled += 1;
+      if (isClean(state)) clean += 1;
+    }
+    this.verifiedCount = this.tracker.rangedNamespaces - unsettled + clean;
     let differing = 0;
-    for (const record of session.job.namespaces) {
-      const state = this.tracker.get(record.database, record.collection);
+    for (const name of [...this.liveMismatches.keys()]) {
+      const dot = name.indexOf('.');
+      const state = this.tracker.get(name.slice(0, dot), name.slice(dot + 1));
       if (!state?.ranges) continue;
-      const clean =
-        state.metadataOk &&
-        state.ranges.every((r) => r.checked && r.differs === 0) &&
-        noneDiffers(state.ids.values());
-      if (clean) {
-        this.verifiedKeys.add(record.key);
-        this.liveMismatches.delete(state.name);
-      } else if (this.liveMismatches.has(state.name)) {
-        differing += 1;
-      }
+      if (isClean(state)) this.liveMismatches.delete(name);
+      else differing += 1;
     }
     this.current = {
       phase: 'live',
       namespacesTotal: session.job.namespaces.length,
-      namespacesVerified: this.verifiedKeys.size,
+      namespacesVerified: this.verifiedCount,
       mismatches: 0,
       pendingRecheck: differing,
       samples: [...this.liveMismatches.values()].slice(0, MAX_SAMPLES),
     };
+  }
+
+  /** Found equal on both sides by the live pass (per-namespace progress). */
+  isVerified(record: Pick<NamespaceRecord, 'database' | 'collection'>): boolean {
+    const state = this.tracker.get(record.database, record.collection);
+    return !!state && isClean(state);
   }
 
   /** The tracker follows the catalog; the targets of every synced namespace, by name. */
@@ -487,7 +503,8 @@ export class Verification {
 
   private follow(session: JobSession, final: boolean): Map<string, VerifyTarget> {
     const topology = this.topologyOf(session);
-    const live = this.followLive(session, topology);
+    // The commit's pass walks the whole catalog whatever changed; the live pass what changed.
+    const { memo: live, changed } = this.followLive(session, topology, final);
     let targets = live.targets;
     let tracked: Iterable<TrackedNamespace> = trackedOf(live.entries);
     if (final) {
@@ -511,38 +528,60 @@ export class Verification {
       }
       tracked = list;
     }
-    this.tracker.sync(tracked);
+    if (changed && !final) this.tracker.syncSome(changed);
+    else this.tracker.sync(tracked);
     // Without `_id` reads on both sides a dirty document is checked with its whole range.
     const source = session.source as VerifiableCluster;
     const destination = session.destinationReader;
     if (!source.readByIds || !destination?.readByIds) {
-      for (const state of this.tracker.eachNamespace()) this.tracker.promoteIds(state);
+      for (const state of [...this.tracker.eachUnsettled()]) this.tracker.promoteIds(state);
     }
     return targets;
   }
 
-  /** The live view of the catalog, brought up to date: only changed records are rebuilt. */
-  private followLive(session: JobSession, topology: ReturnType<typeof topologyOf>): FollowMemo {
+  /**
+   * The live view of the catalog, brought up to date: only changed records are rebuilt. Between
+   * catalog writes only partitions finish, and the session names their namespaces: then only
+   * those are looked at, and `changed` lists what the tracker must follow again (null: the
+   * whole catalog was walked).
+   */
+  private followLive(
+    session: JobSession,
+    topology: ReturnType<typeof topologyOf>,
+    walkAll: boolean,
+  ): { memo: FollowMemo; changed: TrackedNamespace[] | null } {
     const never = session.job.request.buildIndexes === 'never';
     const ownership = session.ownership;
     let memo = this.followed;
     // A new session, chunk map or index rule: built afresh.
     if (!memo || memo.session !== session || memo.ownership !== ownership || memo.never !== never) {
-      memo = { session, ownership, never, generation: 0, entries: new Map(), targets: new Map() };
+      if (memo) memo.session.unwatchCatalog(memo.watch);
+      memo = {
+        session,
+        ownership,
+        never,
+        generation: 0,
+        entries: new Map(),
+        targets: new Map(),
+        watch: session.watchCatalog(),
+      };
       this.followed = memo;
     }
-    const generation = ++memo.generation;
     const { entries, targets } = memo;
-    for (const record of session.job.namespaces) {
-      const partitions = session.partitionsOf(record.key);
-      const done = doneCount(partitions);
-      let entry = entries.get(record.key);
-      if (!entry || !builtFrom(entry.from, record, session.job.phase, partitions, done)) {
-        if (entry) forget(targets, entry);
-        entry = followEntry(session, topology, record, partitions, done, false);
-        entries.set(record.key, entry);
-        if (entry.target) targets.set(entry.name, entry.target);
+    const changes = session.changesFor(memo.watch);
+    if (!changes.full && !walkAll) {
+      const changed: TrackedNamespace[] = [];
+      for (const key of changes.keys) {
+        const record = session.catalog.byKey(key);
+        if (!record) continue;
+        const entry = this.refollow(memo, session, topology, record);
+        if (entry?.tracked) changed.push(entry.tracked);
       }
+      return { memo, changed };
+    }
+    const generation = ++memo.generation;
+    for (const record of session.job.namespaces) {
+      const entry = this.refollow(memo, session, topology, record) ?? entries.get(record.key)!;
       entry.generation = generation;
     }
     for (const [key, entry] of entries) {
@@ -550,7 +589,26 @@ export class Verification {
       entries.delete(key);
       forget(targets, entry);
     }
-    return memo;
+    return { memo, changed: null };
+  }
+
+  /** The entry of `record` rebuilt if what it was built from changed (null: it had not). */
+  private refollow(
+    memo: FollowMemo,
+    session: JobSession,
+    topology: ReturnType<typeof topologyOf>,
+    record: NamespaceRecord,
+  ): FollowEntry | null {
+    const partitions = session.partitionsOf(record.key);
+    const done = doneCount(partitions);
+    let entry = memo.entries.get(record.key);
+    if (entry && builtFrom(entry.from, record, session.job.phase, partitions, done)) return null;
+    if (entry) forget(memo.targets, entry);
+    entry = followEntry(session, topology, record, partitions, done, false);
+    entry.generation = memo.generation;
+    memo.entries.set(record.key, entry);
+    if (entry.target) memo.targets.set(entry.name, entry.target);
+    return entry;
   }
 
   /**
@@ -622,7 +680,7 @@ export class Verification {
     const status: VerificationStatus = {
       phase,
       namespacesTotal: session.job.namespaces.length,
-      namespacesVerified: phase === 'live' ? this.verifiedKeys.size : 0,
+      namespacesVerified: phase === 'live' ? this.verifiedCount : 0,
       mismatches: 0,
       pendingRecheck: 0,
       samples: phase === 'live' ? [...this.liveMismatches.values()] : [],
@@ -868,6 +926,8 @@ interface FollowMemo {
   entries: Map<string, FollowEntry>;
   /** By current name: what a check reads. */
   targets: Map<string, VerifyTarget>;
+  /** What changed in the session's catalog since the last look. */
+  watch: CatalogWatch;
 }
 
 /** One catalog record as the verifier follows it, and what it was built from. */
@@ -1051,6 +1111,14 @@ function readBatchDocuments(record: NamespaceRecord): number {
 }
 
 type ShareWithKeep = Required<Pick<CopyShare, 'keep'>> & Pick<CopyShare, 'keepFields'>;
+
+/** Every range checked and none found different, the metadata equal, no `_id` different. */
+function isClean(state: NamespaceState): boolean {
+  const ranges = state.ranges;
+  if (!ranges || !state.metadataOk) return false;
+  for (const r of ranges) if (!r.checked || r.differs !== 0) return false;
+  return noneDiffers(state.ids.values());
+}
 
 /** No entry found different when last checked (a walk, not a list: called per namespace). */
 function noneDiffers(entries: Iterable<{ differs: number }>): boolean {
