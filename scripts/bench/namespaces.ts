@@ -13,8 +13,11 @@ import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './proce
 import { compareClusters } from '../lib/compare-clusters';
 import { post, progress } from './worker-copy';
 import { inLanes } from './dataset';
+import { cpuSecondsOf } from './cpu-budget';
 
 export const PER_DATABASE = 500;
+/** How long the worker is held at canCommit before the commit, its CPU measured (ms). */
+const HOLD_MS = 5_000;
 
 export interface NamespacesResult {
   namespaces: number;
@@ -27,6 +30,12 @@ export interface NamespacesResult {
   syncedPerSec: number;
   /** syncedPerSec ÷ rawCreatePerSec (target ≥ 0.5). */
   createRatio: number;
+  /**
+   * The worker's CPU while it holds at canCommit before the commit (no writes on the source,
+   * progress asked once a second, as a dashboard does), % of one core over HOLD_MS: what a
+   * catalog of this size costs while a sync waits for its cutover window.
+   */
+  idleCpuPercent: number;
   /** commit → COMMITTED, by the API (first progress with canWrite: true). */
   commitSeconds: number;
   /** The worker's own measure (progress.commit.cutoverSeconds). */
@@ -203,6 +212,14 @@ export async function measureNamespaces(
       .filter(([, at]) => at >= startedAt && at <= ready)
       .map(([msg, at]) => `+${((at - startedAt) / 1000).toFixed(1)}s ${msg}`);
     options.log(`  worker log, start → canCommit: ${phases.join(' | ')}`);
+    const holdStart = { cpu: cpuSecondsOf(worker.started.child), at: Date.now() };
+    while (Date.now() - holdStart.at < HOLD_MS) {
+      await progress(worker.api);
+      await sleep(1_000);
+    }
+    const idleCpuPercent =
+      (100 * (cpuSecondsOf(worker.started.child) - holdStart.cpu)) /
+      ((Date.now() - holdStart.at) / 1000);
     const commitAt = Date.now();
     await post(worker.api, 'commit', {});
     let last: Document = {};
@@ -243,6 +260,7 @@ export async function measureNamespaces(
       startToCanCommitSeconds: round(startToCanCommitSeconds),
       syncedPerSec: round(syncedPerSec),
       createRatio: round(syncedPerSec / rawCreatePerSec),
+      idleCpuPercent: round(idleCpuPercent),
       commitSeconds: round(commitSeconds),
       reportedCutoverSeconds:
         (last.commit as { cutoverSeconds?: number } | undefined)?.cutoverSeconds ?? null,
@@ -267,6 +285,7 @@ export function renderNamespaces(r: NamespacesResult): string[] {
   return [
     `(k) ${r.namespaces} namespaces (2 documents each, every third indexed, ${r.perDatabase} per database), replica set → replica set:`,
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
+    `  holding at canCommit      worker CPU ${r.idleCpuPercent} % of a core (${HOLD_MS / 1000} s, no writes, progress asked once a second)`,
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
     ...(r.opsPerNamespace
       ? [

@@ -112,6 +112,7 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         createRatio: number;
         commitSeconds: number;
         peakRssMB: number;
+        idleCpuPercent: number;
         comparison: { documentsCompared: number; differences: number };
       };
       expect([namespaces.namespaces, namespaces.perDatabase]).toEqual([200, 500]);
@@ -122,6 +123,9 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         'peakRssMB',
       ] as const)
         expect(namespaces[figure]).toBeGreaterThan(0);
+      // The worker holding at canCommit was measured (a figure, asserted only to be one).
+      expect(namespaces.idleCpuPercent).toBeGreaterThanOrEqual(0);
+      expect(stderr).toContain('holding at canCommit      worker CPU');
       expect(namespaces.comparison).toEqual({ documentsCompared: 400, differences: 0 });
       expect(stderr).toContain('(k) 200 namespaces');
     }, 300_000);
