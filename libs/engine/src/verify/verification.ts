@@ -524,7 +524,8 @@ export class Verification {
           entry = followEntry(session, topology, record, partitions, doneCount(partitions), true);
         }
         if (entry.target) targets.set(entry.name, entry.target);
-        if (entry.tracked) list.push(entry.tracked);
+        const tracked = trackedFor(entry);
+        if (tracked) list.push(tracked);
       }
       tracked = list;
     }
@@ -575,7 +576,8 @@ export class Verification {
         const record = session.catalog.byKey(key);
         if (!record) continue;
         const entry = this.refollow(memo, session, topology, record);
-        if (entry?.tracked) changed.push(entry.tracked);
+        const tracked = entry && trackedFor(entry);
+        if (tracked) changed.push(tracked);
       }
       return { memo, changed };
     }
@@ -602,7 +604,7 @@ export class Verification {
     const partitions = session.partitionsOf(record.key);
     const done = doneCount(partitions);
     let entry = memo.entries.get(record.key);
-    if (entry && builtFrom(entry.from, record, session.job.phase, partitions, done)) return null;
+    if (entry && builtFrom(entry, record, session.job.phase, partitions, done)) return null;
     if (entry) forget(memo.targets, entry);
     entry = followEntry(session, topology, record, partitions, done, false);
     entry.generation = memo.generation;
@@ -930,19 +932,20 @@ interface FollowMemo {
   watch: CatalogWatch;
 }
 
-/** One catalog record as the verifier follows it, and what it was built from. */
+/**
+ * One catalog record as the verifier follows it, and the record fields, partitions and done
+ * count it was built from (one flat object of one shape, every field set when it is made: at
+ * 100,000 namespaces a nested object, and fields added later into a property array of their
+ * own, cost ~150 bytes per namespace). What the tracker follows is derived from it when asked
+ * (`trackedFor`), not kept.
+ */
 interface FollowEntry {
   name: string;
   /** Absent: a collection still being copied whose partitions are not planned yet. */
-  target?: VerifyTarget;
-  tracked?: TrackedNamespace;
+  target: VerifyTarget | undefined;
+  /** Its ranges are this worker's to check (else only its metadata is compared). */
+  tracks: boolean;
   generation: number;
-  /** What it was built from (a plain object: a closure and its context cost twice as much). */
-  from: BuiltFrom;
-}
-
-/** The record fields, partitions and done count a follow entry was built from. */
-interface BuiltFrom {
   key: string;
   database: string;
   collection: string;
@@ -958,7 +961,7 @@ interface BuiltFrom {
 }
 
 function builtFrom(
-  from: BuiltFrom,
+  from: FollowEntry,
   r: NamespaceRecord,
   phase: CopyPhase,
   partitions: readonly PartitionRecord[],
@@ -990,7 +993,10 @@ function forget(targets: Map<string, VerifyTarget>, entry: FollowEntry): void {
 }
 
 function* trackedOf(entries: Map<string, FollowEntry>): Iterable<TrackedNamespace> {
-  for (const entry of entries.values()) if (entry.tracked) yield entry.tracked;
+  for (const entry of entries.values()) {
+    const tracked = trackedFor(entry);
+    if (tracked) yield tracked;
+  }
 }
 
 /**
@@ -1009,23 +1015,23 @@ function followEntry(
   const { key, database, collection, type, partitionSet, estimatedBytes } = record;
   const { relaxedIndexes, shardKey } = record;
   const copy = copyOf(record, session.job.phase);
-  const name = `${database}.${collection}`;
   const entry: FollowEntry = {
-    name,
+    // Joined, not a template: one flat string instead of a chain of concatenations.
+    name: [database, collection].join('.'),
+    target: undefined,
+    tracks: false,
     generation: 0,
-    from: {
-      key,
-      database,
-      collection,
-      type,
-      copy,
-      partitionSet,
-      estimatedBytes,
-      relaxedIndexes,
-      shardKey,
-      partitions,
-      done,
-    },
+    key,
+    database,
+    collection,
+    type,
+    copy,
+    partitionSet,
+    estimatedBytes,
+    relaxedIndexes,
+    shardKey,
+    partitions,
+    done,
   };
   // A collection being copied: its ranges are checked as their partitions finish.
   if (copy === 'pending' && (final || partitionSet === undefined)) return entry;
@@ -1041,17 +1047,25 @@ function followEntry(
   if (copy === 'pending') target.copying = true;
   if (share.keep) target.share = share;
   entry.target = target;
-  entry.tracked = {
-    database,
-    collection,
+  entry.tracks = true;
+  return entry;
+}
+
+/** What the tracker follows of an entry whose ranges this worker checks (else undefined). */
+function trackedFor(entry: FollowEntry): TrackedNamespace | undefined {
+  const { target } = entry;
+  if (!entry.tracks || !target) return undefined;
+  const { key, partitionSet, copy, type, partitions } = entry;
+  return {
+    database: entry.database,
+    collection: entry.collection,
     // The copy finishing keeps the signature: ranges checked while it ran stay checked.
-    signature: `${key}|${partitionSet ?? '-'}|${copy === 'none' ? 'none' : 'copied'}|${type}`,
+    signature: [key, partitionSet ?? '-', copy === 'none' ? 'none' : 'copied', type].join('|'),
     ranges: target.ranges,
     ready: readiness(copy, partitions, target.ranges.length),
     natural: partitions.some((p) => p.natural),
     view: type === 'view',
   };
-  return entry;
 }
 
 function mismatchOf(verdict: NamespaceVerdict): VerificationMismatch {
