@@ -336,7 +336,7 @@ export class DirtyTracker {
    * copy state, gets fresh ranges (all unchecked); one the catalog no longer holds is dropped.
    */
   sync(namespaces: Iterable<TrackedNamespace>): void {
-    // Stamped rather than collected in a set: at 100,000 namespaces, twice a second.
+    // Stamped rather than collected in a set: at 100,000 namespaces, after each catalog write.
     const round = ++this.syncRound;
     for (const ns of namespaces) this.follow(ns, round);
     const gone = [];

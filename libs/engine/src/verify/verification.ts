@@ -368,8 +368,8 @@ export class Verification {
             error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
           });
         }
-        // A cycle's bookkeeping walks every namespace (at 50,000 namespaces ~80 ms of CPU):
-        // the pause grows with it, so the live pass keeps to ~1/11 of a core however many.
+        // A cycle's bookkeeping walks the unsettled namespaces (all of them after a catalog
+        // write): the pause grows with its cost, so the live pass keeps to ~1/11 of a core.
         const pause =
           failures > 0
             ? Math.min(60_000, this.recheckMs * 2 ** failures)
