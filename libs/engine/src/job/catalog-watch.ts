@@ -37,7 +37,7 @@ export class CatalogWatch {
     if (this.basis) this.keys.add(key);
   }
 
-  /** What changed since the last call, for a follower now looking at `now`. */
+  /** What changed since the last call, for a follower now looking at `now` (kept as given). */
   take(now: Basis): CatalogChanges {
     const before = this.basis;
     const full =
@@ -48,13 +48,7 @@ export class CatalogWatch {
       before.phase !== now.phase;
     const keys = this.keys;
     this.keys = new Set();
-    this.basis = { ...now };
+    this.basis = now;
     return full ? { full: true, keys: NO_KEYS } : { full: false, keys };
-  }
-
-  /** The next look walks everything (e.g. a follower that lost its own view). */
-  reset(): void {
-    this.basis = null;
-    this.keys = new Set();
   }
 }

@@ -236,29 +236,19 @@ export class JobSession {
 
   /**
    * Some collection's copy has not finished (`NamespaceCatalog.pendingCopies`). Copy states
-   * change only in catalog writes: the answer is kept until the next one (canCommit asks at
-   * every progress request, and the list is a walk of every namespace).
+   * change only in catalog writes (or with the phase): the answer is kept until the next one
+   * (canCommit asks at every progress request, and the list is a walk of every namespace).
    */
   copiesPending(): boolean {
-    const { namespaces, phase } = this.record;
-    const cached = this.pendingCopies;
-    if (
-      cached?.revision === this.catalogRevision &&
-      cached.records === namespaces &&
-      cached.phase === phase
-    )
-      return cached.value;
-    const value = this.catalog.pendingCopies().length > 0;
-    this.pendingCopies = { revision: this.catalogRevision, records: namespaces, phase, value };
-    return value;
+    this.pendingWatch ??= this.watchCatalog();
+    if (this.changesFor(this.pendingWatch).full)
+      this.pendingCopies = this.catalog.pendingCopies().length > 0;
+    return this.pendingCopies;
   }
 
-  private pendingCopies: {
-    revision: number;
-    records: readonly NamespaceRecord[];
-    phase: JobRecord['phase'];
-    value: boolean;
-  } | null = null;
+  private pendingWatch: CatalogWatch | null = null;
+  /** `copiesPending` as of its watch's last full look. */
+  private pendingCopies = false;
 
   private copiedWatch: CatalogWatch | null = null;
   /** Keys of the namespaces not copied as of the copied watch's last look. */

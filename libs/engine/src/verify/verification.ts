@@ -408,7 +408,7 @@ export class Verification {
       const name = state.name;
       // Indexes may still be built after the copy (buildIndexes afterDataCopy): checked then.
       const target = targets.get(name);
-      if (!target || target.copying || this.stateOf(targets, name) !== state) continue;
+      if (!target || target.copying) continue;
       const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
       if (state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause)
         metadata.push(name);
