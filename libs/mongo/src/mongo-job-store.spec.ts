@@ -4,6 +4,7 @@ import {
   type ClaimGuard,
   type JobRecord,
   type NamespaceRecord,
+  type PartitionRecord,
 } from '@sync/engine';
 import { Int32, Long, Timestamp } from 'bson';
 import { MongoClient } from 'mongodb';
@@ -271,6 +272,102 @@ describe('MongoJobStore: the catalog as versioned records', () => {
       await crashing.close();
     }
   }, 120_000);
+
+  it('partitions saved beside the catalog show only once the job names them, at any crash', async () => {
+    // A start's first save: 1,500 records and 1,500 partitions (each namespace's set), written
+    // at the same time, then the job document. A store that dies at its k-th write leaves no
+    // job and no visible partition, or the job with every partition of the sets it names.
+    const namespaces = Array.from({ length: 1_500 }, (_, i) => ns(i, { partitionSet: i + 1 }));
+    const partitions: PartitionRecord[] = namespaces.map((n, i) => ({
+      _id: `w|${n.key}|${i + 1}|0`,
+      syncID: 'w',
+      key: n.key,
+      set: i + 1,
+      index: 0,
+      natural: false,
+      status: 'pending',
+      copiedBytes: 0,
+      copiedDocuments: 0,
+    }));
+    const started = { ...job(namespaces, 'started'), nextPartitionSet: 1_501 } as JobRecord;
+    const crashing = await new MongoClient(cluster.uri, {
+      appName: 'crashing-start',
+      monitorCommands: true,
+    }).connect();
+    // What the job document's switch starts after: every partition write has been answered.
+    const events: string[] = [];
+    crashing.on('commandStarted', (e) => {
+      if (e.commandName === 'update') events.push(`started ${e.command.update}`);
+    });
+    crashing.on('commandSucceeded', (e) => {
+      if (e.commandName === 'update') events.push(`answered ${e.commandName}`);
+    });
+    crashing.on('commandFailed', (e) => {
+      if (e.commandName === 'update') events.push(`failed ${e.commandName}`);
+    });
+    const failFrom = (k: number | 'off') =>
+      client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: k === 'off' ? 'off' : k === 0 ? 'alwaysOn' : { skip: k },
+        data: { failCommands: ['insert', 'update'], errorCode: 2, appName: 'crashing-start' },
+      });
+    try {
+      // Two record writes and two partition writes (1,000 a bulk), then the switch.
+      const switchAt = 4;
+      for (let k = 0; k <= switchAt + 1; k++) {
+        await client.db(INTERNAL_DATABASE).dropDatabase();
+        await failFrom(k);
+        const saved = await new MongoJobStore(crashing, 'w').saveJob(started, partitions).then(
+          () => true,
+          () => false,
+        );
+        await failFrom('off');
+        expect([k, saved]).toEqual([k, k > switchAt]);
+        // Nothing of the save is still in flight when the switch starts.
+        const switched = events.indexOf('started jobs');
+        if (switched >= 0) {
+          const before = events.slice(0, switched);
+          expect(before.filter((e) => e.startsWith('started')).length).toBe(
+            before.filter((e) => !e.startsWith('started')).length,
+          );
+        }
+        events.length = 0;
+        const loaded = await new MongoJobStore(client, 'w').load();
+        if (!saved) {
+          expect([k, loaded]).toEqual([k, null]);
+          continue;
+        }
+        expect(loaded!.job.namespaces.map((n) => n.partitionSet)).toEqual(
+          namespaces.map((n) => n.partitionSet),
+        );
+        expect(loaded!.partitions.map((p) => p._id).sort()).toEqual(
+          partitions.map((p) => p._id).sort(),
+        );
+      }
+      // A partition write answered late (the first write held 300 ms): the switch still waits.
+      await client.db(INTERNAL_DATABASE).dropDatabase();
+      await client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 1 },
+        data: {
+          failCommands: ['update'],
+          blockConnection: true,
+          blockTimeMS: 300,
+          appName: 'crashing-start',
+        },
+      });
+      await new MongoJobStore(crashing, 'w').saveJob(started, partitions);
+      const switched = events.indexOf('started jobs');
+      expect(switched).toBeGreaterThan(0);
+      const before = events.slice(0, switched);
+      expect(before.filter((e) => e.startsWith('started')).length).toBe(
+        before.filter((e) => !e.startsWith('started')).length,
+      );
+    } finally {
+      await failFrom('off').catch(() => undefined);
+      await crashing.close();
+    }
+  }, 60_000);
 
   it('deleteJob removes the catalog; a new job under the same id starts clean', async () => {
     const store = new MongoJobStore(client, 'w');

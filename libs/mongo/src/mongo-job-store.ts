@@ -157,7 +157,7 @@ export class MongoJobStore implements JobStore {
    * under the next catalog version, and the job document's write switches to that version
    * (one atomic write: a crash before it leaves the previous catalog in force).
    */
-  async saveJob(job: JobRecord): Promise<void> {
+  async saveJob(job: JobRecord, partitions?: PartitionRecord[]): Promise<void> {
     const epoch = this.fencing.check();
     const { namespaces, ...rest } = job;
     // The records may be the caller's live objects: each is encoded now, before any await, and
@@ -198,30 +198,12 @@ export class MongoJobStore implements JobStore {
       ...removed.map((key) => ({ key })),
     ];
     // Independent upserts (the switch below is what makes them visible): several bulks in
-    // flight. At 100,000 namespaces, one after another, a first save took ~15 s.
-    await inSlices(writes, STORE_BULK, STORE_BULKS_IN_FLIGHT, (slice) =>
-      this.write('writing the catalog', epoch, () =>
-        this.collection('catalog').bulkWrite(
-          slice.map(({ key, pos, bytes }) => {
-            const _id = `${this.syncID}|${key}|${version}`;
-            const doc = bytes
-              ? { pos, record: BSON.deserialize(bytes, EXACT_BSON) }
-              : { deleted: true };
-            return {
-              replaceOne: {
-                filter: { _id: _id as never, ...this.fencing.filter(epoch) },
-                replacement: this.stamped(
-                  { _id, syncID: this.syncID, key, version, ...doc },
-                  epoch,
-                ),
-                upsert: true,
-              },
-            };
-          }),
-          { ordered: false },
-        ),
-      ),
-    );
+    // flight. At 100,000 namespaces, one after another, a first save took ~15 s. New partitions
+    // the job names are written at the same time (as invisible until the switch).
+    await allSettledOrThrow([
+      partitions?.length ? this.addPartitions(partitions) : Promise.resolve(),
+      this.writeRecords(writes, version, epoch),
+    ]);
     await this.write('saving the job document', epoch, () =>
       this.collection('jobs').replaceOne(
         { _id: job._id as never, ...this.fencing.filter(epoch) },
@@ -246,6 +228,37 @@ export class MongoJobStore implements JobStore {
           () => undefined,
           () => undefined,
         ),
+    );
+  }
+
+  /** A catalog version's changed records and tombstones: unordered upserts, in slices. */
+  private writeRecords(
+    writes: Array<{ key: string; pos?: number; bytes?: Uint8Array }>,
+    version: number,
+    epoch: number | undefined,
+  ): Promise<void> {
+    return inSlices(writes, STORE_BULK, STORE_BULKS_IN_FLIGHT, (slice) =>
+      this.write('writing the catalog', epoch, () =>
+        this.collection('catalog').bulkWrite(
+          slice.map(({ key, pos, bytes }) => {
+            const _id = `${this.syncID}|${key}|${version}`;
+            const doc = bytes
+              ? { pos, record: BSON.deserialize(bytes, EXACT_BSON) }
+              : { deleted: true };
+            return {
+              replaceOne: {
+                filter: { _id: _id as never, ...this.fencing.filter(epoch) },
+                replacement: this.stamped(
+                  { _id, syncID: this.syncID, key, version, ...doc },
+                  epoch,
+                ),
+                upsert: true,
+              },
+            };
+          }),
+          { ordered: false },
+        ),
+      ),
     );
   }
 
@@ -455,4 +468,14 @@ export function normaliseNamespaces(raw: Document[] | undefined): NamespaceRecor
         ...(n.partitionSet !== undefined ? { partitionSet: toNumber(n.partitionSet) } : {}),
       }) as unknown as NamespaceRecord,
   );
+}
+
+/**
+ * Waits for every write to settle, then throws the first failure: a caller that writes again
+ * after a failure never races a write of its failed attempt (as `inSlices`).
+ */
+async function allSettledOrThrow(writes: Array<Promise<unknown>>): Promise<void> {
+  const settled = await Promise.allSettled(writes);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
 }

@@ -259,7 +259,7 @@ export async function startJob(
       });
     }
     // A lone worker plans its small and capped collections' partitions now (one each, no read),
-    // written before the job and named by its first write: no later job write rewrites every
+    // written beside the catalog's records and named by the job's first write: no later job write rewrites every
     // namespace record to switch them on. (A per-shard worker knows its share only once its copy
     // begins.) Unnamed, they are invisible: a start that fails here leaves nothing in force.
     const ahead = shard
@@ -269,14 +269,13 @@ export async function startJob(
           ...deps.partitioning,
         });
     if (ahead) {
-      await store.addPartitions(ahead.partitions);
       switchOnSets(job, ahead);
       logger.info('partitions planned', {
         collections: ahead.sets.size,
         partitions: ahead.partitions.length,
       });
     }
-    await store.saveJob(job);
+    await store.saveJob(job, ahead?.partitions);
     logger.info('sync started', { source: request.source, destination: request.destination });
     return { job, hosts, partitions: ahead?.partitions ?? [] };
   } catch (error) {

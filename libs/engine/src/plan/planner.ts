@@ -28,6 +28,10 @@ export interface SyncPlan {
  */
 /** Collections described at once while planning. */
 const DESCRIBE_CONCURRENCY = 8;
+/** Databases listed at once while planning. */
+const DATABASES_IN_FLIGHT = 4;
+/** Listing batches (INDEX_LISTING_BATCH collections each) of one database read at once. */
+const BATCHES_IN_FLIGHT = 2;
 
 /**
  * A database whose whole data is under both the verifier's small-collection size and the
@@ -88,11 +92,14 @@ export async function planSync(
     options.partitionTargetBytes ?? DEFAULT_PARTITIONING.targetBytes,
   );
   const t0 = await source.clusterTime();
-  const namespaces: NamespaceRecord[] = [];
   const databases = (await source.listDatabaseNames())
     .filter((db) => filter.databaseSelected(db))
     .sort();
-  for (const database of databases) {
+  // Databases, and each one's listing batches, several at a time: with many small collections
+  // planning is a chain of round trips (a batch is one read of a hundred collections' indexes),
+  // not work on either side. Kept in database and name order.
+  const byDatabase: NamespaceRecord[][] = [];
+  const planDatabase = async (database: string, d: number): Promise<void> => {
     const listedAt = await source.clusterTime();
     const collections = await source.listCollections(database);
     const selected = collections
@@ -117,7 +124,7 @@ export async function planSync(
     );
     // Indexes INDEX_LISTING_BATCH collections a read where the source can; the collections a
     // batch could not answer ask listIndexes themselves.
-    for (let from = 0; from < selected.length; from += INDEX_LISTING_BATCH) {
+    const describeBatch = async (from: number): Promise<void> => {
       const chunk = selected.slice(from, from + INDEX_LISTING_BATCH);
       const names = chunk.filter((info) => info.type !== 'view').map((info) => info.name);
       const batched = names.length > 1;
@@ -147,9 +154,18 @@ export async function planSync(
         }),
         DESCRIBE_CONCURRENCY,
       );
-    }
-    namespaces.push(...described);
-  }
+    };
+    const batches: Array<() => Promise<void>> = [];
+    for (let from = 0; from < selected.length; from += INDEX_LISTING_BATCH)
+      batches.push(() => describeBatch(from));
+    await runPool(batches, BATCHES_IN_FLIGHT);
+    byDatabase[d] = described;
+  };
+  await runPool(
+    databases.map((database, d) => () => planDatabase(database, d)),
+    DATABASES_IN_FLIGHT,
+  );
+  const namespaces = byDatabase.flat();
   const listedUntil = await source.clusterTime();
   const estimatedTotalBytes = namespaces.reduce((sum, ns) => sum + ns.estimatedBytes, 0);
   logger.info('sync planned', {

@@ -230,8 +230,12 @@ export interface JobStore {
    * Writes the job and its catalog. `job.namespaces` holds the caller's live records: what is
    * written of them is taken (copied or encoded) before the first await, so a mutation made
    * after the call returns is never part of this write.
+   *
+   * `partitions`: partitions of new sets this write names, as `addPartitions` writes them, but
+   * beside the catalog's records (both are invisible until the job document switches them on),
+   * not in a step of their own before it.
    */
-  saveJob(job: JobRecord): Promise<void>;
+  saveJob(job: JobRecord, partitions?: PartitionRecord[]): Promise<void>;
   /**
    * Optional: writes the job document alone, its catalog (the namespace records) unchanged since
    * the last save or load — the cost of a commit step's save then does not grow with the

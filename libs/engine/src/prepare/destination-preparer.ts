@@ -48,8 +48,12 @@ export async function assertDestinationEmpty(
  * again. Returns the namespaces with `relaxedIndexes` filled (persist them: commit restores from
  * them).
  */
-/** Collections created (with their indexes) at once on the destination. */
-const PREPARE_CONCURRENCY = 8;
+/**
+ * Collections created (with their indexes) at once on the destination. They are empty, so each
+ * is a short command and the round trips are the cost: at 8 the worker and the destination both
+ * waited on them (20,000 collections: 3.5 s, against 2.7 s at 32).
+ */
+const PREPARE_CONCURRENCY = 32;
 
 export async function prepareDestination(
   destination: DestinationCluster,

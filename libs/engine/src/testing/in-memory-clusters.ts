@@ -441,9 +441,11 @@ export class FakeJobStore implements JobStore {
     this.beforeWrite?.(what);
     this.writes++;
   }
-  async saveJob(job: JobRecord): Promise<void> {
+  async saveJob(job: JobRecord, partitions?: PartitionRecord[]): Promise<void> {
+    const snapshot = deepSnapshot(job);
+    if (partitions?.length) await this.addPartitions(partitions);
     this.write('saveJob');
-    this.job = deepSnapshot(job);
+    this.job = snapshot;
   }
   async addPartitions(partitions: PartitionRecord[]): Promise<void> {
     this.write('addPartitions');
