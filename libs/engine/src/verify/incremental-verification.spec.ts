@@ -164,6 +164,50 @@ describe('incremental verification (ranges checked once, then kept verified by w
     expect(s.dst.digests).toBe(1);
   });
 
+  it('a collection being copied has its metadata compared once its own copy is done, not after the whole copy', async () => {
+    // The job is still copying (no phase `copied`) throughout.
+    const listingsOnceCopied = async (copiedDocuments: number) => {
+      const s = setup();
+      const record = s.job.namespaces[0]!;
+      record.copy = 'pending';
+      const partitions = (s.session.partitionsOf as (key: string) => PartitionRecord[])(
+        record.key,
+      ).map((p) => ({ ...p, status: 'pending', copiedDocuments: 0 }) as PartitionRecord);
+      (s.session as { partitionsOf: (key: string) => readonly PartitionRecord[] }).partitionsOf =
+        () => partitions;
+      const listings = () => s.src.indexListings + s.src.batchedIndexListings;
+      const controller = new AbortController();
+      const running = s.verification.runLive(s.session, controller.signal);
+      const seen: number[] = [];
+      try {
+        await new Promise((r) => setTimeout(r, 60));
+        seen.push(listings()); // nothing copied: nothing compared
+        partitions.slice(0, 3).forEach((p) => {
+          p.status = 'done';
+          p.copiedDocuments = copiedDocuments;
+        });
+        await new Promise((r) => setTimeout(r, 60));
+        seen.push(listings()); // one partition still copying
+        partitions[3]!.status = 'done';
+        partitions[3]!.copiedDocuments = copiedDocuments;
+        const deadline = Date.now() + 300;
+        while (listings() === 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 5));
+        seen.push(listings());
+      } finally {
+        controller.abort();
+        await running;
+      }
+      return seen;
+    };
+    const [nothing, partly, copied] = await listingsOnceCopied(25);
+    expect([nothing, partly]).toEqual([0, 0]);
+    expect(copied).toBeGreaterThan(0);
+    // Left to the copy's first insert to create, and no partition wrote a document: it is
+    // created when the whole copy ends, and compared only then.
+    expect(await listingsOnceCopied(0)).toEqual([0, 0, 0]);
+  });
+
   it('follows a catalog record changed in place between live cycles (a rename), and one removed', async () => {
     const s = setup();
     await live(s, () => caughtUp(s));
@@ -384,6 +428,48 @@ describe('many small collections', () => {
     expect(s.dst.batchedIndexListings).toBe(2);
     expect(s.src.indexListings + s.dst.indexListings).toBe(0);
     expect(s.verification.status(s.job, false)?.samples).toEqual([]);
+  });
+
+  it('while they are copied, a database is compared once none of its collections still copies', async () => {
+    const s = smallCollections(6);
+    const partitions = new Map(
+      s.job.namespaces.map((n) => {
+        n.copy = 'pending'; // the job is still copying throughout
+        const p = { key: n.key, set: 1, index: 0, status: 'pending', natural: false };
+        return [n.key, [{ ...p, copiedDocuments: 0 } as unknown as PartitionRecord]];
+      }),
+    );
+    (s.session as { partitionsOf: (key: string) => readonly PartitionRecord[] }).partitionsOf = (
+      key,
+    ) => partitions.get(key)!;
+    const copied = (i: number) => {
+      const p = partitions.get(`key-${i}`)![0]!;
+      p.status = 'done';
+      p.copiedDocuments = 3;
+    };
+    const listings = () => [s.src.batchedIndexListings, s.dst.batchedIndexListings];
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    const seen: number[][] = [];
+    try {
+      for (let i = 0; i < 5; i++) copied(i);
+      await new Promise((r) => setTimeout(r, 100));
+      seen.push(listings()); // t5 still copies: tenants waits
+      copied(5);
+      const deadline = Date.now() + 2_000;
+      while (s.src.batchedIndexListings === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 50));
+      seen.push(listings());
+    } finally {
+      controller.abort();
+      await running;
+    }
+    // Then all six in one batched index listing per side.
+    expect(seen).toEqual([
+      [0, 0],
+      [1, 1],
+    ]);
   });
 
   it('a cycle with more metadata due than a slice checks every namespace, slice by slice', async () => {

@@ -2,6 +2,7 @@ import { copyOf, type CopyStatus } from '../catalog/namespace-catalog';
 import { isCopied } from '../progress/namespace-detail';
 import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
+import { createdByCopy } from '../prepare/destination-preparer';
 import type { AppliedWrites } from '../apply/change-applier';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
 import type { JobSession } from '../job/job-session';
@@ -406,9 +407,12 @@ export class Verification {
     for (const state of this.tracker.eachActive()) {
       if (state.metadataOk) continue;
       const name = state.name;
-      // Indexes may still be built after the copy (buildIndexes afterDataCopy): checked then.
+      // A collection still copying is compared once it holds its final metadata (see
+      // preparedAndCopied), and once no other of its database still copies: a check lists its
+      // database's collections on both sides, so a database is compared in one check, not a
+      // listing for every few collections that finished.
       const target = targets.get(name);
-      if (!target || target.copying) continue;
+      if (!target || target.copying || this.followed?.copying.has(target.database)) continue;
       const pause = Math.min(60_000, this.recheckMs * 2 ** Math.max(0, state.metadataDiffers - 1));
       if (state.metadataDiffers === 0 || now - state.metadataCheckedAt >= pause)
         metadata.push(name);
@@ -565,6 +569,7 @@ export class Verification {
         entries: new Map(),
         targets: new Map(),
         watch: session.watchCatalog(),
+        copying: new Map(),
       };
       this.followed = memo;
     }
@@ -590,6 +595,7 @@ export class Verification {
       if (entry.generation === generation) continue;
       entries.delete(key);
       forget(targets, entry);
+      countCopying(memo, entry, -1);
     }
     return { memo, changed: null };
   }
@@ -605,10 +611,14 @@ export class Verification {
     const done = doneCount(partitions);
     let entry = memo.entries.get(record.key);
     if (entry && builtFrom(entry, record, session.job.phase, partitions, done)) return null;
-    if (entry) forget(memo.targets, entry);
+    if (entry) {
+      forget(memo.targets, entry);
+      countCopying(memo, entry, -1);
+    }
     entry = followEntry(session, topology, record, partitions, done, false);
     entry.generation = memo.generation;
     memo.entries.set(record.key, entry);
+    countCopying(memo, entry, 1);
     if (entry.target) memo.targets.set(entry.name, entry.target);
     return entry;
   }
@@ -930,6 +940,16 @@ interface FollowMemo {
   targets: Map<string, VerifyTarget>;
   /** What changed in the session's catalog since the last look. */
   watch: CatalogWatch;
+  /** Entries whose target is still copying, by database (see copyingIn). */
+  copying: Map<string, number>;
+}
+
+/** Counts `entry` in (+1) or out (-1) of its database's entries still copying. */
+function countCopying(memo: FollowMemo, entry: FollowEntry, delta: 1 | -1): void {
+  if (!entry.target?.copying) return;
+  const left = (memo.copying.get(entry.database) ?? 0) + delta;
+  if (left > 0) memo.copying.set(entry.database, left);
+  else memo.copying.delete(entry.database);
 }
 
 /**
@@ -1044,11 +1064,32 @@ function followEntry(
     entry.target = target;
     return entry;
   }
-  if (copy === 'pending') target.copying = true;
+  if (copy === 'pending' && !preparedAndCopied(session, record, partitions, done))
+    target.copying = true;
   if (share.keep) target.share = share;
   entry.target = target;
   entry.tracks = true;
   return entry;
+}
+
+/**
+ * A collection under its initial copy holds its final options and indexes once every partition
+ * of it is copied, unless the copy's first insert was to create it (createdByCopy) and none
+ * wrote a document: that one is created when the whole copy ends. Its metadata is compared from
+ * then on, beside the rest of the copy: at 20,000 small collections, comparing every one only
+ * once the whole copy had ended held canCommit back 3–4 s after it.
+ */
+function preparedAndCopied(
+  session: JobSession,
+  record: NamespaceRecord,
+  partitions: readonly PartitionRecord[],
+  done: number,
+): boolean {
+  if (partitions.length === 0 || done < partitions.length) return false;
+  return (
+    !createdByCopy(record, session.job.request.buildIndexes) ||
+    partitions.some((p) => p.copiedDocuments > 0)
+  );
 }
 
 /** What the tracker follows of an entry whose ranges this worker checks (else undefined). */
