@@ -1,7 +1,7 @@
 import {
   INTERNAL_DATABASE,
   inSlices,
-  partitionVisible,
+  partitionVisibility,
   sharedDocument,
   sharedDocuments,
   type ClaimGuard,
@@ -83,6 +83,7 @@ export class MongoJobStore implements JobStore {
       .toArray();
     const partitions: PartitionRecord[] = [];
     const garbage: unknown[] = [];
+    const visible = partitionVisibility(job);
     for (const doc of all) {
       const { [CLAIM_EPOCH]: _epoch, ...fields } = doc;
       const p = {
@@ -92,7 +93,7 @@ export class MongoJobStore implements JobStore {
         copiedBytes: toNumber(doc.copiedBytes),
         copiedDocuments: toNumber(doc.copiedDocuments),
       } as unknown as PartitionRecord;
-      if (partitionVisible(job, p)) partitions.push(p);
+      if (visible(p)) partitions.push(p);
       else garbage.push(doc._id);
     }
     if (garbage.length > 0) {

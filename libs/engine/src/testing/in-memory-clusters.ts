@@ -10,7 +10,7 @@ import type {
   InsertResult,
 } from '../ports/destination-cluster';
 import {
-  partitionVisible,
+  partitionVisibility,
   type JobRecord,
   type JobStore,
   type PartitionRecord,
@@ -430,8 +430,9 @@ export class FakeJobStore implements JobStore {
     if (!this.job) return null;
     const job = deepSnapshot(this.job);
     const visible: PartitionRecord[] = [];
+    const isVisible = partitionVisibility(job);
     for (const [id, p] of this.partitions) {
-      if (partitionVisible(job, p)) visible.push({ ...p });
+      if (isVisible(p)) visible.push({ ...p });
       else this.partitions.delete(id);
     }
     visible.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index));
