@@ -259,9 +259,10 @@ export async function startJob(
       });
     }
     // A lone worker plans its small and capped collections' partitions now (one each, no read),
-    // written beside the catalog's records and named by the job's first write: no later job write rewrites every
-    // namespace record to switch them on. (A per-shard worker knows its share only once its copy
-    // begins.) Unnamed, they are invisible: a start that fails here leaves nothing in force.
+    // written beside the catalog's records and named by the job's first write: no later job
+    // write rewrites every namespace record to switch them on. (A per-shard worker knows its
+    // share only once its copy begins.) Unnamed, they are invisible: a start that fails here
+    // leaves nothing in force.
     const ahead = shard
       ? null
       : await planReadless(source, job.namespaces, job.nextPartitionSet, deps.syncID, {

@@ -940,7 +940,7 @@ interface FollowMemo {
   targets: Map<string, VerifyTarget>;
   /** What changed in the session's catalog since the last look. */
   watch: CatalogWatch;
-  /** Entries whose target is still copying, by database (see copyingIn). */
+  /** Entries whose target is still copying, by database (the live pass's metadata rule). */
   copying: Map<string, number>;
 }
 
