@@ -17,6 +17,7 @@ import {
   type PersistedJob,
 } from '../ports/job-store';
 import { deepSnapshot } from '../job/job-session';
+import { SetDigest } from '../verify/range-digest';
 import type { ShardingSnapshot } from '../shards/ownership';
 import {
   SourceNamespaceChangedError,
@@ -264,19 +265,30 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   batchedDigests = 0;
   /** Off: the cluster cannot digest collections together (a server without `$unionWith`). */
   digestsTogether = true;
-  async digestWhole(database: string, collections: string[]): Promise<RangeDigest[]> {
+  async digestWhole(
+    database: string,
+    collections: string[],
+    options: { unordered?: boolean } = {},
+  ): Promise<RangeDigest[]> {
     if (!this.digestsTogether) throw new Error('Unrecognized pipeline stage name: $unionWith');
     this.batchedDigests++;
-    return collections.map((collection) => this.digestOf(database, collection, { range: {} }));
+    return collections.map((collection) =>
+      this.digestOf(database, collection, { range: {}, unordered: options.unordered === true }),
+    );
   }
   private digestOf(
     database: string,
     collection: string,
-    options: { range: ReadOptions['range']; uuid?: string },
+    options: { range: ReadOptions['range']; uuid?: string; unordered?: boolean },
   ): RangeDigest {
+    const docs = this.rangeDocuments(database, collection, options);
+    if (options.unordered) {
+      const set = new SetDigest();
+      for (const doc of docs) set.add(BSON.serialize(doc));
+      return set.result();
+    }
     const hash = createHash('sha256');
     let bytes = 0;
-    const docs = this.rangeDocuments(database, collection, options);
     for (const doc of docs) {
       const raw = BSON.serialize(doc);
       hash.update(raw);

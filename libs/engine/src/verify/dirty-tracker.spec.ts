@@ -451,3 +451,41 @@ describe('DirtyTracker: walks of the unsettled namespaces only', () => {
     expect(parkedSeen).toBeGreaterThan(100);
   });
 });
+
+describe('DirtyTracker.untouchedSince (may a copy-time digest stand for the source?)', () => {
+  const ranges = [{ max: 10 }, { min: 10 }];
+  const follow = (tracker: DirtyTracker) =>
+    tracker.sync([
+      { database: 'd', collection: 'c', signature: 's1', ranges, natural: false },
+      { database: 'd', collection: 'o', signature: 's1', ranges: [{}], natural: false },
+    ]);
+
+  it('a write spoils only the range holding its _id; a DDL replacing any namespace, every range', () => {
+    const tracker = new DirtyTracker(() => 0);
+    follow(tracker);
+    const state = tracker.get('d', 'c')!;
+    const [low, high] = state.ranges!;
+    const begun = tracker.sequence;
+    expect(tracker.untouchedSince(state, low!, begun)).toBe(true);
+    tracker.markDocument('d', 'c', 12, 'd.c 12');
+    expect(tracker.untouchedSince(state, low!, begun)).toBe(true);
+    expect(tracker.untouchedSince(state, high!, begun)).toBe(false);
+    // read after that write began: untouched since
+    expect(tracker.untouchedSince(state, high!, tracker.sequence)).toBe(true);
+    const later = tracker.sequence;
+    tracker.invalidate('d', 'o');
+    expect(tracker.untouchedSince(state, low!, later)).toBe(false);
+    expect(tracker.untouchedSince(state, low!, tracker.sequence)).toBe(true);
+  });
+
+  it('past the caps a write marks its range, not its _id: every range of the namespace is spoilt', () => {
+    const tracker = new DirtyTracker(() => 0, { idsPerNamespace: 1 });
+    follow(tracker);
+    const state = tracker.get('d', 'c')!;
+    const [low] = state.ranges!;
+    tracker.markDocument('d', 'c', 1, 'd.c 1'); // remembered by _id
+    const begun = tracker.sequence;
+    tracker.markDocument('d', 'c', 12, 'd.c 12'); // past the cap: its range is marked
+    expect(tracker.untouchedSince(state, low!, begun)).toBe(false);
+  });
+});

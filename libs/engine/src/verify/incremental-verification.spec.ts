@@ -1,4 +1,5 @@
-import { Int32, type Document } from 'bson';
+import { BSON, Int32, type Document } from 'bson';
+import type { ChangeEvent } from '../apply/change-event';
 import { documentIdentity } from '../apply/doc-key';
 import type { JobSession } from '../job/job-session';
 import { systemClock, type Clock } from '../ports/clock';
@@ -6,6 +7,7 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { JobRecord, NamespaceRecord, PartitionRecord } from '../ports/job-store';
 import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import type { DirtyTracker } from './dirty-tracker';
+import { SetDigest } from './range-digest';
 import { Verification, VerificationFailedError, type VerificationOptions } from './verification';
 
 const logger: EngineLogger = {
@@ -551,5 +553,166 @@ describe('many small collections', () => {
     expect(s.src.digests).toBe(4); // the destination could not: each alone, and the collated one
     expect(s.dst.digests).toBe(4);
     expect(s.verification.status(s.job, false)?.samples).toEqual([]);
+  });
+});
+
+describe("the copy's digests: a copied range checked by reading the destination alone", () => {
+  /**
+   * shop.items under its initial copy, its 4 partitions pending, and `copy(i)`: what the copier
+   * does for partition i — takes a reader from the session's copy reads when its read begins,
+   * hands it the set digest of the source documents it read, then marks the partition done.
+   * `between` runs after the read began, before the digest is handed over.
+   */
+  function copying() {
+    const s = setup();
+    s.job.namespaces[0]!.copy = 'pending';
+    const partitions = (s.session.partitionsOf as (key: string) => PartitionRecord[])(
+      'items-key',
+    ).map(
+      (p, i) =>
+        ({
+          ...p,
+          _id: `items-key|1|${i}`,
+          status: 'pending',
+          copiedDocuments: 25,
+        }) as PartitionRecord,
+    );
+    (s.session as { partitionsOf: (key: string) => readonly PartitionRecord[] }).partitionsOf =
+      () => partitions;
+    const inRange = (p: PartitionRecord) => (d: Document) =>
+      (!('min' in p) || (d._id as number) >= (p.min as number)) &&
+      (!('max' in p) || (d._id as number) < (p.max as number));
+    const copy = (i: number, between: () => void = () => undefined) => {
+      const partition = partitions[i]!;
+      const finish = s.session.copyReads?.reading(partition._id);
+      if (!finish) throw new Error('the live pass left no copy reads in the session');
+      const read = new SetDigest();
+      for (const d of s.src.collection('shop', 'items')!.documents.filter(inRange(partition)))
+        read.add(BSON.serialize(d));
+      between();
+      finish(read.result());
+      partition.status = 'done';
+    };
+    return { ...s, copy };
+  }
+
+  async function whileLive(
+    s: ReturnType<typeof copying>,
+    steps: () => void,
+    until: () => boolean,
+  ): Promise<void> {
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    try {
+      await new Promise((r) => setTimeout(r, 20));
+      steps();
+      const deadline = Date.now() + 5_000;
+      while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      controller.abort();
+      await running;
+    }
+    expect(until()).toBe(true);
+  }
+
+  it('ranges no write touched since the copy read them are settled without reading the source', async () => {
+    const s = copying();
+    await whileLive(
+      s,
+      () => [0, 1, 2, 3].forEach((i) => s.copy(i)),
+      () => caughtUp(s),
+    );
+    expect(s.src.digests).toBe(0);
+    expect(s.dst.digests).toBe(4);
+    expect(s.verification.status(s.job, false)).toMatchObject({
+      mismatches: 0,
+      backlog: { uncheckedRanges: 0, dirtyRanges: 0 },
+    });
+  });
+
+  it('a range written after its read began reads both sides; the ranges beside it do not', async () => {
+    const s = copying();
+    await whileLive(
+      s,
+      () => {
+        s.copy(0);
+        s.copy(1, () => {
+          // written on the source after the copy read it, applied, reported
+          s.item(s.src, 30).s = 'changed';
+          s.item(s.dst, 30).s = 'changed';
+          s.wrote(30);
+        });
+        s.copy(2);
+        s.copy(3);
+      },
+      () => caughtUp(s),
+    );
+    expect(s.src.digests).toBe(1); // range 1 (25 ≤ _id < 50)
+    expect(s.dst.digests).toBe(4);
+    expect(s.verification.status(s.job, false)?.mismatches).toBe(0);
+  });
+
+  it('a write reported after the read began that never reached the destination is named, not settled by the digest', async () => {
+    const s = copying();
+    await whileLive(
+      s,
+      () =>
+        [0, 1, 2, 3].forEach((i) =>
+          s.copy(i, () => {
+            if (i !== 1) return;
+            // changed on the source and reported applied, but the destination never got it:
+            // the destination still equals what the copy read
+            s.item(s.src, 30).s = 'changed';
+            s.wrote(30);
+          }),
+        ),
+      () => (s.verification.status(s.job, false)?.samples.length ?? 0) > 0,
+    );
+    const [sample] = s.verification.status(s.job, false)!.samples;
+    expect(sample!.problems.join(' ')).toMatch(/30/);
+    s.job.namespaces[0]!.copy = 'done';
+    await expect(
+      s.verification.finalPass(s.session, new AbortController().signal),
+    ).rejects.toBeInstanceOf(VerificationFailedError);
+  });
+
+  it('a DDL that replaced any namespace while ranges were read sends those ranges to both sides', async () => {
+    const s = copying();
+    await whileLive(
+      s,
+      () => {
+        s.copy(0);
+        s.copy(1, () =>
+          s.verification.appliedWrites.ddl({
+            operationType: 'drop',
+            ns: { db: 'shop', coll: 'other' },
+          } as ChangeEvent),
+        );
+        s.copy(2);
+        s.copy(3);
+      },
+      () => caughtUp(s),
+    );
+    expect(s.src.digests).toBe(2); // ranges 0 and 1, whose reads began before the drop
+    expect(s.verification.status(s.job, false)?.mismatches).toBe(0);
+  });
+
+  it('a destination that differs from what the copy read is never settled by the digest: both sides are read and the difference named', async () => {
+    const s = copying();
+    // _id 60 reached the destination altered: same size, same count, other bytes
+    s.item(s.dst, 60).s = 'w60';
+    await whileLive(
+      s,
+      () => [0, 1, 2, 3].forEach((i) => s.copy(i)),
+      () => (s.verification.status(s.job, false)?.samples.length ?? 0) > 0,
+    );
+    expect(s.src.digests).toBeGreaterThanOrEqual(1);
+    const [sample] = s.verification.status(s.job, false)!.samples;
+    expect(sample!.namespace).toBe('shop.items');
+    expect(sample!.problems.join(' ')).toMatch(/60/);
+    s.job.namespaces[0]!.copy = 'done'; // the copy ended; the commit's pass
+    await expect(
+      s.verification.finalPass(s.session, new AbortController().signal),
+    ).rejects.toBeInstanceOf(VerificationFailedError);
   });
 });
