@@ -3,7 +3,6 @@ import type { MongoClient } from 'mongodb';
 import type { SyncJob } from '@sync/engine';
 import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
 import {
-  commitAndWait,
   crashableEngine,
   expectEqualClusters,
   request,
@@ -37,18 +36,6 @@ async function rollbackWarning(job: SyncJob): Promise<string> {
     () => JSON.stringify(job.progress()),
   );
   return find()!;
-}
-
-/** canCommit, and the verifier caught up (every range checked once, no write left unchecked). */
-async function untilCaughtUp(job: SyncJob): Promise<void> {
-  await waitFor(
-    () =>
-      job.progress().canCommit === true &&
-      (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
-    60_000,
-    'canCommit',
-    () => JSON.stringify(job.progress().verification),
-  );
 }
 
 async function seed(c: AuthClusters): Promise<void> {
@@ -119,9 +106,16 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
       await job.start(
         request({ enableUserWriteBlocking: true, verification: { enabled: true, mode } }),
       );
-      // canCommit, and the verifier caught up (the shortest cutover: the final pass reads only
-      // what the live pass has not seen yet).
-      await untilCaughtUp(job);
+      await waitFor(
+        // canCommit, and the verifier caught up (the shortest cutover: the final pass reads
+        // only what the live pass has not seen yet).
+        () =>
+          job.progress().canCommit === true &&
+          (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
+        60_000,
+        'canCommit',
+        () => JSON.stringify(job.progress().verification),
+      );
       // The verifier caught up before canCommit: every range checked once.
       expect(job.progress().verification).toMatchObject({
         phase: 'live',
@@ -168,37 +162,17 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     },
   );
 
-  it('a copy no write touches is verified reading the source once: the copy read is the source side', async () => {
-    c = await startAuthClusters();
-    await seed(c);
-    const before = await returned(c.src);
-    const { job } = await crashableEngine(c, VERIFY_TUNING);
-    jobs.push(job);
-    await job.start(request({ verification: { enabled: true } }));
-    await untilCaughtUp(job);
-    expect(job.progress().verification).toMatchObject({
-      phase: 'live',
-      mismatches: 0,
-      backlog: { uncheckedRanges: 0, dirtyRanges: 0 },
-    });
-    // The copy read every document once; the live pass read the destination's ranges and
-    // compared them with the copy's digests. Reading both sides would return each twice.
-    const sourceReturned = (await returned(c.src)) - before;
-    if (process.env.VERIFY_FIGURES)
-      process.stdout.write(`source returned ${sourceReturned} for ${DOCUMENTS} documents\n`);
-    expect(sourceReturned).toBeGreaterThanOrEqual(DOCUMENTS);
-    expect(sourceReturned).toBeLessThan(DOCUMENTS * 1.25);
-    await commitAndWait(job);
-    expect(job.progress().verification).toMatchObject({ phase: 'passed' });
-    await expectEqualClusters(c);
-  });
-
   it('a document changed on the source, then altered on the destination behind the sync, is caught by the final pass', async () => {
     c = await startAuthClusters();
     await seed(c);
     const orders = c.src.db(testDb('shop')).collection<AnyDoc>('orders');
     const { job } = await crashableEngine(c, {
-      ...VERIFY_TUNING,
+      // A written document waits 30 s for the live pass (default 1 s; canCommit then tolerates
+      // writes unchecked for up to 60 s): the one the drain applies below is still unchecked
+      // when the destination is altered, as the final pass must find it. Checked equal by the
+      // live pass first, the alteration would be the kind an incremental pass cannot see
+      // (README); on a loaded machine the live pass got there first.
+      verification: { ...VERIFY_TUNING.verification, settleMs: 30_000, caughtUpMs: 60_000 },
       onCommitStep: async (step) => {
         // The source is write-blocked (root bypasses it) before the commit point: the drain
         // applies this change, and the write marks the document dirty.

@@ -1,6 +1,5 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { BSON, Double, Int32, Long, MongoClient, Timestamp, type Document } from 'mongodb';
-import { SetDigest } from '@sync/engine';
 import { MongoSourceCluster } from './mongo-source-cluster';
 import { rawDocumentCursor, readRawBuffered, readsRepliesDirectly } from './raw-cursor';
 
@@ -92,39 +91,6 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     const typed = await source.digestWhole('tenants', ['b']);
     await db.collection('b').updateOne({ _id: 1 } as Document, { $set: { k: new Int32(1) } });
     expect((await source.digestWhole('tenants', ['b']))[0]!.hash).not.toBe(typed[0]!.hash);
-  });
-
-  it("digests a range as a set, in the server's order, exactly as the copy digests what it reads", async () => {
-    const db = client.db('sets');
-    const docs: AnyId[] = [
-      { _id: new Int32(5), v: new Int32(1), n: { z: 1, a: 2 } },
-      { _id: new Int32(1), v: new Double(1) },
-      { _id: new Int32(9), v: Long.fromNumber(1), s: 'x'.repeat(300) },
-      { _id: new Int32(3), v: null },
-      { _id: new Int32(7), v: 'seven' },
-    ];
-    // The same documents inserted in other orders: the server returns them in other orders.
-    await db.collection<AnyId>('x').insertMany(docs.map((d) => ({ ...d })));
-    await db.collection<AnyId>('y').insertMany([...docs].reverse().map((d) => ({ ...d })));
-    const range = { min: new Int32(3), max: new Int32(9) };
-    const set = (collection: string) =>
-      source.digest('sets', collection, { range, unordered: true });
-    const [x, y] = [await set('x'), await set('y')];
-    expect(x).toEqual(y);
-    expect(x.count).toBe(3); // 3, 5, 7
-    expect(x.hash).toMatch(/^set:[0-9a-f]{64}$/);
-    // What the copy computes over the raw batches it reads of that range.
-    const copied = new SetDigest();
-    for await (const batch of source.readRaw('sets', 'y', { range, batchSize: 2 }))
-      for (const raw of batch.documents) copied.add(raw);
-    expect(copied.result()).toEqual(x);
-    // An ordered digest of the same range is another kind of hash: never equal to a set's.
-    expect((await source.digest('sets', 'x', { range })).hash).not.toBe(x.hash);
-    // The same value as another numeric type is another digest.
-    await db
-      .collection('y')
-      .updateOne({ _id: new Int32(5) } as Document, { $set: { v: new Double(1) } });
-    expect((await set('y')).hash).not.toBe(x.hash);
   });
 
   it("lists several collections' indexes in one aggregate, exactly as listIndexes does", async () => {

@@ -1,7 +1,7 @@
 import type { ShardConnections } from './shard-connections';
 import {
   SourceNamespaceChangedError,
-  digestOf,
+  digestDocuments,
   digestRead,
   uuidHex,
   type ClusterDescription,
@@ -424,7 +424,7 @@ export class MongoSourceCluster implements SourceCluster {
 
   /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */
   digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    return digestOf(options, this.rawBatches(database, collection, digestRead(options)));
+    return digestDocuments(this.rawBatches(database, collection, digestRead(options)));
   }
 
   /**
@@ -436,14 +436,13 @@ export class MongoSourceCluster implements SourceCluster {
   async digestWhole(
     database: string,
     collections: string[],
-    options: { signal?: AbortSignal; unordered?: boolean } = {},
+    options: { signal?: AbortSignal } = {},
   ): Promise<RangeDigest[]> {
     if (collections.length === 0) return [];
     const pipeline = unionOfEach(collections, (n) => [
       { $replaceWith: { n: new Int32(n), d: '$$ROOT' } },
     ]);
-    // A set digest takes each collection's documents in any order: they are told apart by `n`.
-    if (!options.unordered) pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
+    pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
     const documents: Uint8Array[][] = collections.map(() => []);
     const cursor = rawDocumentCursor(this.client.db(database), {
       aggregate: collections[0],
@@ -467,7 +466,7 @@ export class MongoSourceCluster implements SourceCluster {
     } finally {
       await cursor.close().catch(() => undefined);
     }
-    return Promise.all(documents.map((list) => digestOf(options, [list])));
+    return Promise.all(documents.map((list) => digestDocuments([list])));
   }
 
   /**

@@ -5,12 +5,10 @@ import type { EngineLogger } from '../ports/engine-logger';
 import type { JobStore, PartitionRecord } from '../ports/job-store';
 import {
   SourceNamespaceChangedError,
-  type RangeDigest,
   type ReadOptions,
   type SourceCluster,
 } from '../ports/source-cluster';
 import { ByteBudget } from './byte-budget';
-import { SetDigest } from '../verify/range-digest';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { labelFault } from '../faults/fault-labels';
 import { worthRunningAgain } from '../faults/transient';
@@ -61,8 +59,6 @@ interface CopyPath<T> {
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<ReadBatch<T>>;
   /** The document (or only `fields` of it, when the path can) for routing by `keep`. */
   decode(document: T, fields?: string[]): Document;
-  /** The document's BSON bytes (a decoded one encoded again), for the copy's digest. */
-  bytes(document: T): Uint8Array;
   insert(database: string, collection: string, documents: T[]): Promise<InsertResult>;
 }
 
@@ -109,11 +105,6 @@ export interface CopyTargets {
   resolve(partition: PartitionRecord): CopyTarget;
   /** Null: the collection is gone from the source (its drop arrives as a change event). */
   relocate(partition: PartitionRecord): Promise<CopyTarget | null>;
-  /**
-   * A read of the partition begins (each attempt): where the digest of every document it kept
-   * goes once the read completes, or undefined when none is wanted (see `CopyReads`).
-   */
-  reading?(partition: PartitionRecord): ((digest: RangeDigest) => void) | undefined;
   /** The partition is marked done, in the store and in memory (followers of the catalog). */
   done?(partition: PartitionRecord): void;
 }
@@ -271,7 +262,6 @@ export class Copier {
       },
       decode: (document, fields) =>
         fields ? pickTopLevelFields(document, fields) : BSON.deserialize(document, EXACT),
-      bytes: (document) => document,
       insert: insertRaw,
     };
   }
@@ -282,7 +272,6 @@ export class Copier {
     return {
       read: (database, collection, options) => source.read(database, collection, options),
       decode: (document) => document,
-      bytes: (document) => BSON.serialize(document),
       insert: (database, collection, documents) =>
         destination.insertUnordered(database, collection, documents),
     };
@@ -313,12 +302,6 @@ export class Copier {
     });
     let pendingWrite: Promise<void> = Promise.resolve();
     let documents = 0;
-    // The digest of what this read keeps, for the verifier: not of a natural-order partition
-    // (no `_id` range to check it against) nor of a share (the destination range holds other
-    // workers' documents too).
-    const digested =
-      partition.natural || target.keep ? undefined : this.targets.reading?.(partition);
-    const digest = digested ? new SetDigest() : null;
     /** Budget bytes this partition holds (read, not yet acknowledged). */
     let held = 0;
     const write = async (batch: WriteBatch<T>): Promise<void> => {
@@ -354,7 +337,6 @@ export class Copier {
           if (target.keep && !target.keep(path.decode(doc, target.keepFields))) continue;
           kept += 1;
           keptBytes += batch.sizes[i]!;
-          if (digest) digest.add(path.bytes(doc));
           for (const full of batcher.push(doc, batch.sizes[i]!)) await write(full);
         }
         if (keptBytes < batch.bytes) {
@@ -368,8 +350,6 @@ export class Copier {
       if (batcher.pending > 0 && !signal.aborted) await write(batcher.take());
       await pendingWrite;
       if (signal.aborted) throw new CopyAbortedError();
-      // Before the partition's mark: its range is checked only once marked.
-      if (digest) digested!(digest.result());
       return documents;
     } catch (error) {
       await pendingWrite.catch(() => undefined);

@@ -225,7 +225,6 @@ export class CopyRunner {
       {
         resolve: (p) => this.target(p),
         relocate: (p) => this.relocate(p),
-        reading: (p) => session.copyReads?.reading(p._id),
         done: (p) => session.partitionChanged(p.key),
       },
       { ...DEFAULT_COPIER, ...this.options.copier },

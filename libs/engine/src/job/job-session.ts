@@ -1,4 +1,3 @@
-import type { CopyReads } from '../verify/copy-reads';
 import { copyOf, NamespaceCatalog } from '../catalog/namespace-catalog';
 import { CatalogWatch, type CatalogChanges } from './catalog-watch';
 import { isCopied } from '../progress/namespace-detail';
@@ -47,11 +46,6 @@ function doneBytes(partitions: PartitionRecord[]): number {
 export class JobSession {
   readonly catalog: NamespaceCatalog;
   tally: CopyTally;
-  /**
-   * Set by the verifier's live pass while it runs: where the copy leaves a digest of what it
-   * read of each partition (`CopyReads`). Absent: the copy computes none.
-   */
-  copyReads: CopyReads | undefined;
   private writing: Promise<void> = Promise.resolve();
 
   constructor(

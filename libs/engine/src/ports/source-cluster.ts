@@ -83,11 +83,6 @@ export interface DigestOptions {
   signal?: AbortSignal;
   /** The collection's UUID (as for `read`): fails instead of hashing another collection. */
   uuid?: string;
-  /**
-   * Read in the server's order and digest the documents as a set (`SetDigest`, its `hash`
-   * prefixed `set:`), comparable with what the copy computed over the same range.
-   */
-  unordered?: boolean;
 }
 
 /**
@@ -187,7 +182,7 @@ export interface SourceCluster {
   digestWhole?(
     database: string,
     collections: string[],
-    options?: { signal?: AbortSignal; unordered?: boolean },
+    options?: { signal?: AbortSignal },
   ): Promise<RangeDigest[]>;
   /**
    * Optional: `listIndexes` of several collections of one database in ONE read, in the order

@@ -17,7 +17,6 @@ import {
   type PersistedJob,
 } from '../ports/job-store';
 import { deepSnapshot } from '../job/job-session';
-import { SetDigest } from '../verify/range-digest';
 import type { ShardingSnapshot } from '../shards/ownership';
 import {
   SourceNamespaceChangedError,
@@ -265,30 +264,19 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
   batchedDigests = 0;
   /** Off: the cluster cannot digest collections together (a server without `$unionWith`). */
   digestsTogether = true;
-  async digestWhole(
-    database: string,
-    collections: string[],
-    options: { unordered?: boolean } = {},
-  ): Promise<RangeDigest[]> {
+  async digestWhole(database: string, collections: string[]): Promise<RangeDigest[]> {
     if (!this.digestsTogether) throw new Error('Unrecognized pipeline stage name: $unionWith');
     this.batchedDigests++;
-    return collections.map((collection) =>
-      this.digestOf(database, collection, { range: {}, unordered: options.unordered === true }),
-    );
+    return collections.map((collection) => this.digestOf(database, collection, { range: {} }));
   }
   private digestOf(
     database: string,
     collection: string,
-    options: { range: ReadOptions['range']; uuid?: string; unordered?: boolean },
+    options: { range: ReadOptions['range']; uuid?: string },
   ): RangeDigest {
-    const docs = this.rangeDocuments(database, collection, options);
-    if (options.unordered) {
-      const set = new SetDigest();
-      for (const doc of docs) set.add(BSON.serialize(doc));
-      return set.result();
-    }
     const hash = createHash('sha256');
     let bytes = 0;
+    const docs = this.rangeDocuments(database, collection, options);
     for (const doc of docs) {
       const raw = BSON.serialize(doc);
       hash.update(raw);

@@ -80,10 +80,6 @@ export class NamespaceState {
   metadataChangedAt = 0;
   /** The tracker's last `sync` that named it. */
   followed = 0;
-  /** The tracker sequence of the last write change application reported for it (0: none). */
-  writtenAt = 0;
-  /** The same, of the last write that marked a range instead of its `_id` (past the caps). */
-  rangesWrittenAt = 0;
 
   constructor(
     readonly database: string,
@@ -179,8 +175,6 @@ export class DirtyTracker {
   /** Followed namespaces that have ranges (the catalog told their partitions). */
   private ranged = 0;
   private seq = 0;
-  /** The sequence of the last `invalidate` (a DDL that replaced documents without events). */
-  private replacedAt = 0;
   private idCount = 0;
   private readonly perNamespace: number;
   private readonly total: number;
@@ -215,27 +209,6 @@ export class DirtyTracker {
   /** The current sequence number: a check started now clears marks up to it. */
   get sequence(): number {
     return this.seq;
-  }
-
-  /**
-   * No write reported in `range` of `state` since sequence `seq`, no namespace replaced by a DDL
-   * since (drop, rename, dropDatabase: their writes were counted on a state now gone), and
-   * `state` still the one followed under its name. What lets a check trust a digest the copy
-   * took of the range when its read began at `seq` (Verification's copy reads).
-   *
-   * A written `_id` is known while it is dirty. One forgotten since was found equal on both
-   * sides by a check, so it cannot make a changed range look unchanged: what the destination
-   * holds of it is what the source held then. A write past the caps marked a range, not its
-   * `_id`: any since `seq` spoils every range of the namespace.
-   */
-  untouchedSince(state: NamespaceState, range: RangeState, seq: number): boolean {
-    if (this.replacedAt > seq || state.overflow) return false;
-    if (this.get(state.database, state.collection) !== state) return false;
-    if (state.writtenAt <= seq) return true;
-    if (state.rangesWrittenAt > seq) return false;
-    for (const entry of state.ids.values())
-      if (entry.seq > seq && state.rangeOf(entry) === range) return false;
-    return true;
   }
 
   get documentsTracked(): number {
@@ -294,7 +267,6 @@ export class DirtyTracker {
     const state = this.state(database, collection);
     this.activate(state);
     const seq = ++this.seq;
-    state.writtenAt = seq;
     const existing = state.ids.get(identity);
     if (existing) {
       if (!pending(existing)) existing.markedAt = this.now();
@@ -326,7 +298,6 @@ export class DirtyTracker {
     }
     const range = state.ranges[state.natural ? 0 : rangeIndex(state.ranges, id)];
     if (range) this.markRange(range, seq);
-    state.rangesWrittenAt = seq;
   }
 
   /**
@@ -334,7 +305,6 @@ export class DirtyTracker {
    * namespace starts over — every range unchecked, its dirty `_id`s forgotten (covered).
    */
   invalidate(database: string, collection?: string): void {
-    this.replacedAt = ++this.seq;
     const dbMap = this.byDb.get(database);
     if (!dbMap) return;
     this.version += 1;
@@ -576,7 +546,6 @@ export class DirtyTracker {
       const range = state.rangeOf(entry);
       if (range) this.markRange(range, ++this.seq);
       this.forget(state, entry);
-      state.rangesWrittenAt = this.seq;
     }
   }
 

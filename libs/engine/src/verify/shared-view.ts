@@ -9,7 +9,7 @@ import type {
   SourceCluster,
 } from '../ports/source-cluster';
 import type { VerifiableCluster } from './namespace-verifier';
-import { digestOf, digestRead } from './range-digest';
+import { digestDocuments, digestRead } from './range-digest';
 
 type Readable = VerifiableCluster & Partial<Pick<SourceCluster, 'readRaw'>>;
 
@@ -55,10 +55,10 @@ export class SharedView implements VerifiableCluster {
   }
 
   digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    return digestOf(options, this.keptRaw(database, collection, digestRead(options)));
+    return digestDocuments(this.keptRaw(database, collection, digestRead(options)));
   }
 
-  /** The kept documents' raw bytes, in the read's order, a read batch at a time. */
+  /** The kept documents' raw bytes, in `_id` order, a read batch at a time. */
   private async *keptRaw(
     database: string,
     collection: string,

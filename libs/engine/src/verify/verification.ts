@@ -36,7 +36,6 @@ import {
 import { runPool } from './verify-pass';
 import { documentIdentity } from '../apply/doc-key';
 import { SharedView } from './shared-view';
-import { CopyReads, type CopyRead } from './copy-reads';
 import { topologyOf, type CopyShare } from '../shards/topology';
 
 /**
@@ -143,8 +142,6 @@ interface BatchedRange {
   state: NamespaceState;
   target: VerifyTarget;
   range: RangeState;
-  /** What the copy read of it (the destination alone is then read, see `checkedAsCopied`). */
-  copied: CopyRead | undefined;
 }
 
 const wholeRange = (range: IdRange) => !('min' in range) && !('max' in range);
@@ -240,12 +237,8 @@ export class Verification {
     },
   };
 
-  /** Digests the copy took of what it read (the live pass checks those ranges one-sided). */
-  private readonly copyReads: CopyReads;
-
   constructor(private readonly options: VerificationOptions) {
     this.tracker = new DirtyTracker(() => options.clock.now(), options.limits);
-    this.copyReads = new CopyReads(() => this.tracker.sequence);
   }
 
   /** Progress: the last pass's figures, or what the persisted job says. */
@@ -361,16 +354,13 @@ export class Verification {
   ): Promise<void> {
     if (this.live || !verificationEnabled(session.job)) return;
     this.live = true;
-    session.copyReads = this.copyReads;
     // Looks for due work twice a second: a write is checked ~settleMs after it lands.
     const tick = Math.min(500, this.recheckMs);
     let failures = 0;
     try {
       while (!signal.aborted) {
         try {
-          const now = current();
-          now.copyReads = this.copyReads;
-          await this.liveCycle(now, signal, yieldTo);
+          await this.liveCycle(current(), signal, yieldTo);
           failures = 0;
         } catch (error) {
           if (signal.aborted) break;
@@ -389,9 +379,6 @@ export class Verification {
       }
     } finally {
       this.live = false;
-      for (const followed of new Set([session, current()]))
-        if (followed.copyReads === this.copyReads) followed.copyReads = undefined;
-      this.copyReads.clear();
     }
   }
 
@@ -666,61 +653,6 @@ export class Verification {
     return target ? this.tracker.get(target.database, target.collection) : undefined;
   }
 
-  /** The partition id of `range` of `target`, when the copy may have left a digest of it. */
-  private copyReadOf(
-    session: JobSession,
-    target: VerifyTarget,
-    range: RangeState,
-  ): string | undefined {
-    if (this.copyReads.size === 0 || target.key === undefined || target.share || target.collated)
-      return undefined;
-    const partitions = session.partitionsOf(target.key);
-    if (partitions.length !== target.ranges.length) return undefined;
-    return partitions[range.index]?._id;
-  }
-
-  /**
-   * A copied range's first check, when the copy left a digest of what it read and no write
-   * touched the namespace since that read began: the destination's range alone, read in any
-   * order and digested as a set, equal to the copy's digest settles it — the source holds what
-   * the copy read then, which the destination now holds. Its document count when settled so;
-   * null (and the digest spent) when any of that does not hold: the caller reads both sides.
-   */
-  private async checkedAsCopied(
-    session: JobSession,
-    state: NamespaceState,
-    target: VerifyTarget,
-    destination: VerifiableCluster,
-    range: RangeState,
-    check: NamespaceCheckOptions,
-  ): Promise<number | null> {
-    const id = this.copyReadOf(session, target, range);
-    const read = id === undefined ? undefined : this.copyReads.take(id);
-    if (!read || !this.tracker.untouchedSince(state, range, read.begunAt)) return null;
-    const startSeq = this.tracker.sequence;
-    const { database, collection } = target;
-    const found = await retryInPlace(
-      `digest of ${database}.${collection} on the destination`,
-      () =>
-        destination.digest(database, collection, {
-          range: range.range,
-          unordered: true,
-          ...(check.signal ? { signal: check.signal } : {}),
-          ...(target.batchSize ? { batchSize: target.batchSize } : {}),
-        }),
-      check.retry,
-      check.signal,
-    );
-    const equal =
-      found.count === read.digest.count &&
-      found.bytes === read.digest.bytes &&
-      found.hash === read.digest.hash;
-    // A write reported while the destination was read may not be in what it returned.
-    if (!equal || !this.tracker.untouchedSince(state, range, read.begunAt)) return null;
-    this.tracker.rangeChecked(state, range, startSeq, true);
-    return found.count;
-  }
-
   /**
    * One check: the metadata of `metadata` namespaces, the ranges and documents of `work`, as one
    * pool of tasks (the final pass several at once, the live pass one at a time, yielding to
@@ -870,22 +802,6 @@ export class Verification {
       side: ReturnType<typeof sides>,
       range: RangeState,
     ) => {
-      if (phase === 'live' && !range.checked) {
-        const copied = await this.checkedAsCopied(
-          session,
-          state,
-          target,
-          side.destination,
-          range,
-          check,
-        );
-        if (copied !== null) {
-          const { verdict } = entryOf(name);
-          verdict.documents.source += copied;
-          verdict.documents.destination += copied;
-          return;
-        }
-      }
       const startSeq = tracker.sequence;
       const result = await checkRange(side.source, side.destination, target, range.range, check);
       const equal = result.problems.length === 0;
@@ -933,9 +849,7 @@ export class Verification {
         ) {
           const list = together.get(target.database) ?? [];
           together.set(target.database, list);
-          const id = phase === 'live' && !range.checked && this.copyReadOf(session, target, range);
-          const copied = id ? this.copyReads.take(id) : undefined;
-          list.push({ name, state, target, range, copied });
+          list.push({ name, state, target, range });
           entryOf(name).remaining += 1;
           continue;
         }
@@ -961,96 +875,50 @@ export class Verification {
         });
       }
     }
-    /** Small collections the copy digested: the destination's digests against the copy's. */
-    const checkCopied = async (database: string, group: BatchedRange[]) => {
-      const startSeq = tracker.sequence;
-      const collections = group.map((g) => g.target.collection);
-      const found = await retryInPlace(
-        `digest of ${group.length} collections of ${database} on the destination`,
-        () => destination.digestWhole!(database, collections, { signal, unordered: true }),
-        retry,
-        signal,
-      ).catch((error: unknown) => {
-        if (signal.aborted) throw error;
-        return null;
-      });
-      const rest: BatchedRange[] = [];
-      for (const [k, g] of group.entries()) {
-        const d = found?.[k];
-        const read = g.copied!.digest;
-        if (
-          d &&
-          d.count === read.count &&
-          d.bytes === read.bytes &&
-          d.hash === read.hash &&
-          tracker.untouchedSince(g.state, g.range, g.copied!.begunAt)
-        ) {
-          tracker.rangeChecked(g.state, g.range, startSeq, true);
-          const { verdict } = entryOf(g.name);
-          verdict.documents.source += d.count;
-          verdict.documents.destination += d.count;
-          done(g.name);
-        } else rest.push(g);
-      }
-      // Anything else is read on both sides, as without the copy's digest.
-      if (rest.length > 0) await checkBoth(database, rest);
-    };
-    /** Small collections read on both sides, one read per side for the group. */
-    const checkBoth = async (database: string, group: BatchedRange[]) => {
-      const startSeq = tracker.sequence;
-      const collections = group.map((g) => g.target.collection);
-      const what = `digest of ${group.length} collections of ${database}`;
-      const read = (cluster: VerifiableCluster, where: string) =>
-        retryInPlace(
-          `${what} on the ${where}`,
-          () => cluster.digestWhole!(database, collections, { signal }),
-          retry,
-          signal,
-        );
-      const [s, d] = await Promise.all([
-        read(documentSource, 'source'),
-        read(destination, 'destination'),
-      ]).catch((error: unknown) => {
-        if (signal.aborted) throw error;
-        this.options.logger.debug('verification: a batched digest failed; checking alone', {
-          database,
-          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-        });
-        return [null, null] as const;
-      });
-      for (const [k, g] of group.entries()) {
-        const a = s?.[k];
-        const b = d?.[k];
-        if (a && b && a.count === b.count && a.hash === b.hash) {
-          tracker.rangeChecked(g.state, g.range, startSeq, true);
-          if (figures) {
-            figures.rangesRead += 1;
-            figures.documentsRead += a.count;
+    for (const [database, list] of together) {
+      for (let i = 0; i < list.length; i += DIGEST_BATCH) {
+        const group = list.slice(i, i + DIGEST_BATCH);
+        const run = async () => {
+          const startSeq = tracker.sequence;
+          const collections = group.map((g) => g.target.collection);
+          const what = `digest of ${group.length} collections of ${database}`;
+          const read = (cluster: VerifiableCluster, where: string) =>
+            retryInPlace(
+              `${what} on the ${where}`,
+              () => cluster.digestWhole!(database, collections, { signal }),
+              retry,
+              signal,
+            );
+          const [s, d] = await Promise.all([
+            read(documentSource, 'source'),
+            read(destination, 'destination'),
+          ]).catch((error: unknown) => {
+            if (signal.aborted) throw error;
+            this.options.logger.debug('verification: a batched digest failed; checking alone', {
+              database,
+              error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+            });
+            return [null, null] as const;
+          });
+          for (const [k, g] of group.entries()) {
+            const a = s?.[k];
+            const b = d?.[k];
+            if (a && b && a.count === b.count && a.hash === b.hash) {
+              tracker.rangeChecked(g.state, g.range, startSeq, true);
+              if (figures) {
+                figures.rangesRead += 1;
+                figures.documentsRead += a.count;
+              }
+              const { verdict } = entryOf(g.name);
+              verdict.documents.source += a.count;
+              verdict.documents.destination += b.count;
+            } else {
+              await checkOne(g.name, g.state, g.target, sides(g.target), g.range);
+            }
+            done(g.name);
           }
-          const { verdict } = entryOf(g.name);
-          verdict.documents.source += a.count;
-          verdict.documents.destination += b.count;
-        } else {
-          await checkOne(g.name, g.state, g.target, sides(g.target), g.range);
-        }
-        done(g.name);
-      }
-    };
-    for (const [database, all] of together) {
-      // Those the copy digested, untouched since: the destination alone, one read per group.
-      const viaCopy = all.filter(
-        (g) => g.copied !== undefined && tracker.untouchedSince(g.state, g.range, g.copied.begunAt),
-      );
-      const kept = new Set(viaCopy);
-      const both = all.filter((g) => !kept.has(g));
-      for (const [list, run] of [
-        [viaCopy, checkCopied],
-        [both, checkBoth],
-      ] as const) {
-        for (let i = 0; i < list.length; i += DIGEST_BATCH) {
-          const group = list.slice(i, i + DIGEST_BATCH);
-          (phase === 'live' ? light : tasks).push(() => run(database, group));
-        }
+        };
+        (phase === 'live' ? light : tasks).push(run);
       }
     }
     await Promise.all([
