@@ -77,6 +77,23 @@ describe('catalog watch (followers visit only what changed)', () => {
     expect(session.changesFor(watch)).toEqual({ full: false, keys: new Set() });
   });
 
+  it('says whether anything changed since the last look without taking it', async () => {
+    const { session, partitions } = sessionOf(['a', 'b']);
+    const watch = session.watchCatalog();
+    expect(session.catalogChangedFor(watch)).toBe(true); // never looked
+    session.changesFor(watch);
+    expect(session.catalogChangedFor(watch)).toBe(false);
+    finish(session, partitions[1]!);
+    expect(session.catalogChangedFor(watch)).toBe(true);
+    expect(session.catalogChangedFor(watch)).toBe(true); // still there for the look
+    expect(session.changesFor(watch)).toEqual({ full: false, keys: new Set(['a']) });
+    expect(session.catalogChangedFor(watch)).toBe(false);
+    await session.save((job) => void (job.phase = 'copied'), { catalogUnchanged: true });
+    expect(session.catalogChangedFor(watch)).toBe(true);
+    expect(session.changesFor(watch).full).toBe(true);
+    expect(session.catalogChangedFor(watch)).toBe(false);
+  });
+
   it('the copied count follows finished partitions without walking, and agrees with a walk', async () => {
     const keys = Array.from({ length: 50 }, (_, i) => `n${i}`);
     const { session, partitions } = sessionOf(keys);

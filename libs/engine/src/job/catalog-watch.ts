@@ -37,18 +37,28 @@ export class CatalogWatch {
     if (this.basis) this.keys.add(key);
   }
 
+  /** Something changed since the last `take` (which this does not count as a look). */
+  changedSince(now: Basis): boolean {
+    return this.keys.size > 0 || this.fullChange(now);
+  }
+
   /** What changed since the last call, for a follower now looking at `now` (kept as given). */
   take(now: Basis): CatalogChanges {
-    const before = this.basis;
-    const full =
-      !before ||
-      before.revision !== now.revision ||
-      before.records !== now.records ||
-      before.partitions !== now.partitions ||
-      before.phase !== now.phase;
+    const full = this.fullChange(now);
     const keys = this.keys;
     this.keys = new Set();
     this.basis = now;
     return full ? { full: true, keys: NO_KEYS } : { full: false, keys };
+  }
+
+  private fullChange(now: Basis): boolean {
+    const before = this.basis;
+    return (
+      !before ||
+      before.revision !== now.revision ||
+      before.records !== now.records ||
+      before.partitions !== now.partitions ||
+      before.phase !== now.phase
+    );
   }
 }

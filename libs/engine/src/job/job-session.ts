@@ -102,12 +102,21 @@ export class JobSession {
 
   /** What changed for `watch` since it last looked. */
   changesFor(watch: CatalogWatch): CatalogChanges {
-    return watch.take({
+    return watch.take(this.catalogBasis());
+  }
+
+  /** Something changed for `watch` since it last looked (without looking). */
+  catalogChangedFor(watch: CatalogWatch): boolean {
+    return watch.changedSince(this.catalogBasis());
+  }
+
+  private catalogBasis() {
+    return {
       revision: this.catalogRevision,
       records: this.record.namespaces,
       partitions: this.partitions,
       phase: this.record.phase,
-    });
+    };
   }
 
   /** The copier marked a partition of namespace `key` done (in memory, once written). */

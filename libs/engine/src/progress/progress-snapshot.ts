@@ -172,6 +172,7 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
         job,
         src.state === 'COMMITTED' ||
           commitStepIndex(step ?? undefined) >= commitStepIndex('verified'),
+        session ?? undefined,
       ) ?? null,
   };
 }

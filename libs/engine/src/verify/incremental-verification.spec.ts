@@ -23,11 +23,23 @@ const docs = (n: number): Document[] =>
  * session's back, so every look walks the whole catalog (the incremental look has its own test
  * over a real session).
  */
-const walksEverything = {
-  watchCatalog: () => null,
-  unwatchCatalog: () => undefined,
-  changesFor: () => ({ full: true, keys: new Set<string>() }),
-};
+function walksEverything() {
+  let changed = true;
+  let looks = 0;
+  return {
+    watchCatalog: () => null,
+    unwatchCatalog: () => undefined,
+    changesFor: () => {
+      changed = false;
+      looks += 1;
+      return { full: true, keys: new Set<string>() };
+    },
+    catalogChangedFor: () => changed,
+    /** A catalog write the live pass has not looked at yet (as a session save reports it). */
+    catalogWritten: () => void (changed = true),
+    looks: () => looks,
+  };
+}
 
 /** Two clusters with shop.items (100 documents in 4 copy partitions) and a session over them. */
 function setup(request: Partial<JobRecord['request']> = {}) {
@@ -70,7 +82,7 @@ function setup(request: Partial<JobRecord['request']> = {}) {
     source: src,
     destinationReader: dst,
     partitionsOf: () => partitions,
-    ...walksEverything,
+    ...walksEverything(),
   } as unknown as JobSession;
   const { verification, advance } = verifier();
   /** Change application wrote `_id` on the destination (reported as the write lanes do). */
@@ -226,6 +238,35 @@ describe('incremental verification (ranges checked once, then kept verified by w
     expect(s.src.digests).toBe(8);
   });
 
+  it('caughtUp waits for the live pass to look at the catalog again: a collection planned and copied between two looks is read first', async () => {
+    const s = setup();
+    const record = s.job.namespaces[0]!;
+    const copied = { copy: record.copy, partitionSet: record.partitionSet };
+    // Still to copy, no partition planned: a look finds nothing to check.
+    record.copy = 'pending';
+    delete (record as { partitionSet?: number }).partitionSet;
+    const session = s.session as unknown as ReturnType<typeof walksEverything>;
+    const controller = new AbortController();
+    const running = s.verification.runLive(s.session, controller.signal);
+    try {
+      const deadline = Date.now() + 5_000;
+      while (session.looks() === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 2));
+      expect(s.src.digests).toBe(0);
+      // Planned and copied before the next look (a small collection): the catalog write.
+      Object.assign(record, copied);
+      session.catalogWritten();
+      expect(caughtUp(s)).toBe(false);
+      while (!caughtUp(s) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      // Caught up only once every range of it was checked.
+      expect(caughtUp(s)).toBe(true);
+      expect(s.src.digests).toBe(4);
+    } finally {
+      controller.abort();
+      await running;
+    }
+  });
+
   it('mode full re-reads every range', async () => {
     const s = setup({ verification: { enabled: true, mode: 'full' } });
     await live(s, () => caughtUp(s));
@@ -370,7 +411,7 @@ function smallCollections(n: number, options: (i: number) => Document = () => ({
     partitionsOf: (key: string) => [
       { key, set: 1, index: 0, status: 'done', natural: false } as unknown as PartitionRecord,
     ],
-    ...walksEverything,
+    ...walksEverything(),
   } as unknown as JobSession;
   return { src, dst, job, session, verification: verifier().verification };
 }

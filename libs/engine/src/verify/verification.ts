@@ -242,7 +242,11 @@ export class Verification {
   }
 
   /** Progress: the last pass's figures, or what the persisted job says. */
-  status(job: JobRecord | undefined, finalPassDone: boolean): VerificationStatus | null {
+  status(
+    job: JobRecord | undefined,
+    finalPassDone: boolean,
+    session?: JobSession,
+  ): VerificationStatus | null {
     if (!job) return null;
     const total = job.namespaces.length;
     const empty = { namespacesTotal: total, mismatches: 0, pendingRecheck: 0, samples: [] };
@@ -254,13 +258,13 @@ export class Verification {
         ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
       };
     }
-    const extra = this.extraStatus(job);
+    const extra = this.extraStatus(job, session);
     if (finalPassDone && this.current?.phase !== 'failed')
       return { phase: 'passed', namespacesVerified: total, ...empty, ...extra };
     return { ...(this.current ?? { phase: 'pending', namespacesVerified: 0, ...empty }), ...extra };
   }
 
-  private extraStatus(job: JobRecord): Partial<VerificationStatus> {
+  private extraStatus(job: JobRecord, session?: JobSession): Partial<VerificationStatus> {
     const backlog: Backlog = this.tracker.backlog();
     return {
       mode: verificationMode(job),
@@ -270,7 +274,7 @@ export class Verification {
         uncheckedRanges: backlog.uncheckedRanges,
         oldestDirtySeconds: Math.round(backlog.oldestUncheckedMs / 100) / 10,
       },
-      caughtUp: this.caughtUp(job, backlog),
+      caughtUp: this.caughtUp(job, backlog, session),
       retriedReads: this.retriedReads,
       ...(this.lastRetry ? { lastRetry: this.lastRetry } : {}),
       ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
@@ -284,11 +288,24 @@ export class Verification {
    * write older than `caughtUpMs` unchecked. Without a live pass (verification off, a per-shard
    * sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
    */
-  caughtUp(job: JobRecord, backlog?: Backlog): boolean {
+  caughtUp(job: JobRecord, backlog?: Backlog, session?: JobSession): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
     return (
-      this.tracker.caughtUp(this.caughtUpMs, backlog) && this.tracker.uncheckedMetadata() === 0
+      this.followsCatalog(session) &&
+      this.tracker.caughtUp(this.caughtUpMs, backlog) &&
+      this.tracker.uncheckedMetadata() === 0
     );
+  }
+
+  /**
+   * The live pass has looked at the catalog as it is now. A copy that ended (or a partition, a
+   * DDL) since its last look may hold ranges the tracker does not know yet: a small collection
+   * planned and copied between two looks would otherwise count as checked before any read.
+   */
+  private followsCatalog(session?: JobSession): boolean {
+    const memo = this.followed;
+    if (!memo || (session && memo.session !== session)) return false;
+    return !memo.session.catalogChangedFor(memo.watch);
   }
 
   /** The commit's pass: throws VerificationFailedError when anything differs. */
