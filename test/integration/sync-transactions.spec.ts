@@ -539,6 +539,7 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
     };
     let running = true;
     let commitRequested = false;
+    let commitCall: Promise<void> | null = null;
 
     // Three sessions moving money with transfers (3 operations) and batches of 20 transfers
     // (60 operations), until the write block stops them.
@@ -557,8 +558,16 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
                 (t + 2 * k + worker + 1) % ACCOUNTS,
                 1,
               );
+            // The commit is requested while this transaction is open, its writes made and its
+            // commit not sent: the write block waits for it (as mongod's does), so it commits.
+            if (worker === 0 && !commitCall && outcomes.committed >= 30) {
+              commitRequested = true;
+              commitCall = job.commit();
+              commitCall.catch(() => undefined); // awaited below
+              await new Promise((r) => setTimeout(r, 200));
+            }
             // Think time between the last write and the commit: the commit's write block is
-            // likely to arrive right then. It waits for this transaction (as mongod's does).
+            // likely to arrive right then (in the other sessions' transactions too).
             await new Promise((r) => setTimeout(r, 30));
           });
           committed.push(...Array.from({ length: size }, (_, k) => `${id}-${k}`));
@@ -576,9 +585,8 @@ describeOn('replicaSets')('source transactions (replica set, authentication on)'
       }
     };
     const apps = [0, 1, 2].map((w) => app(w));
-    await waitFor(() => outcomes.committed >= 30, 60_000, '30 committed transactions');
-    commitRequested = true;
-    await job.commit();
+    await waitFor(() => commitCall !== null, 60_000, '30 committed transactions, then commit');
+    await commitCall;
     await waitFor(
       () => job.progress().state === 'COMMITTED',
       60_000,
