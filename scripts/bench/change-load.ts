@@ -41,6 +41,26 @@ export interface StepResult {
    * lag probe).
    */
   cpuMicrosPerOp: CpuMark;
+  /**
+   * Write and read commands the destination ran per 100 changes of the window (its
+   * `metrics.commands`, the lag probe's reads included): how the tool under test batches.
+   */
+  destinationCommandsPer100: Record<string, number> | null;
+}
+
+/** Commands whose counts `destinationCommandsPer100` reports. */
+const COUNTED_COMMANDS = ['insert', 'update', 'delete', 'find'] as const;
+
+async function commandCounts(client: MongoClient): Promise<Record<string, number> | null> {
+  try {
+    const status = await client.db('admin').command({ serverStatus: 1 });
+    const commands = (status.metrics as { commands?: Record<string, { total?: unknown }> })
+      ?.commands;
+    if (!commands) return null;
+    return Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, Number(commands[c]?.total ?? 0)]));
+  } catch {
+    return null; // a server that does not report them (or refuses serverStatus)
+  }
 }
 
 export interface ChangeResult {
@@ -111,10 +131,29 @@ export async function measureChangeApplication(
     let refined = false;
     while (queue.length > 0) {
       const target = queue.shift()!;
+      const before = await commandCounts(destination);
       const step = await runStep(load, probe, api, target, options);
+      const after = before && (await commandCounts(destination));
+      const changes = step.inserts + step.updates + step.deletes;
+      step.destinationCommandsPer100 =
+        before && after && changes > 0
+          ? Object.fromEntries(
+              Object.keys(before).map((c) => [
+                c,
+                Math.round((10_000 * (after[c]! - before[c]!)) / changes) / 100,
+              ]),
+            )
+          : null;
       steps.push(step);
+      const commands = step.destinationCommandsPer100;
       options.log(
-        `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}`,
+        `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}${
+          commands
+            ? `; destination commands per 100 changes: ${Object.entries(commands)
+                .map(([c, n]) => `${c} ${n}`)
+                .join(', ')}`
+            : ''
+        }`,
       );
       if (step.held && step.loadLimited) {
         sourceLimited = true; // the worker kept up with all the load could produce: a lower bound
@@ -237,6 +276,7 @@ async function runStep(
     loadLimited: achieved < 0.9 * target,
     held: drained && p99 !== null && p99 <= options.lagLimitSeconds,
     cpuMicrosPerOp,
+    destinationCommandsPer100: null,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { BenchResult } from './bench';
+import type { StepResult } from './change-load';
 import { renderLimits } from './limits';
 import type { CUTOVER_TARGETS, CutoverResult, CutoverRun } from './cutover';
 import { renderNamespaces } from './namespaces';
@@ -9,6 +10,17 @@ export function renderTable(r: BenchResult): string[] {
     v === null || v === undefined ? '-' : v.toFixed(digits);
   const row = (label: string, docs: string, mb: string, extra = ''): string =>
     `${label.padEnd(40)}${docs.padStart(12)}${mb.padStart(10)}  ${extra}`;
+  /** One rate step of (d), (d') or (i): the load, the lag, and how the tool batched. */
+  const stepLine = (s: StepResult, workerLag: boolean): string => {
+    const commands = s.destinationCommandsPer100;
+    return `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${workerLag ? `worker lag ≤ ${n(s.workerLagMax)} s  ` : ''}${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}${
+      commands
+        ? `  destination commands/100: ${Object.entries(commands)
+            .map(([c, k]) => `${c} ${k}`)
+            .join(' ')}`
+        : ''
+    }`;
+  };
   const verdict = (value: number | null, target: number, atMost: boolean): string => {
     if (value === null) return 'not measured';
     const ok = atMost ? value <= target : value >= target;
@@ -69,9 +81,7 @@ export function renderTable(r: BenchResult): string[] {
       ),
     );
     for (const s of r.change.steps) {
-      lines.push(
-        `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  worker lag ≤ ${n(s.workerLagMax)} s  ${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}`,
-      );
+      lines.push(stepLine(s, true));
     }
   }
   if ('skipped' in r.copy4x)
@@ -102,9 +112,7 @@ export function renderTable(r: BenchResult): string[] {
         row('(i) peer sustained change rate (ops/s)', n(r.peer.change.sustainedOpsPerSec), '', ''),
       );
       for (const s of r.peer.change.steps) {
-        lines.push(
-          `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}`,
-        );
+        lines.push(stepLine(s, false));
       }
     }
   }
@@ -119,10 +127,7 @@ export function renderTable(r: BenchResult): string[] {
         'each 100 ms tick one transaction over every collection; lag p99 ≤ 2 s',
       ),
     );
-    for (const st of tx.steps)
-      lines.push(
-        `      target ${n(st.targetOpsPerSec).padStart(7)} achieved ${n(st.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(st.lagP50, 2)} p99 ${n(st.lagP99, 2)} max ${n(st.lagMax, 2)} s  ${st.held ? 'held' : 'NOT held'}${st.loadLimited ? ' (load-limited)' : ''}`,
-      );
+    for (const st of tx.steps) lines.push(stepLine(st, false));
   }
   lines.push(row('(e) worker peak RSS 1× (copy + changes)', '', '', `${n(r.peakRssMB1x)} MB`));
   if ('skipped' in r.verification)

@@ -103,6 +103,21 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         expect(limits.change.held.cpuMicrosPerOp.worker).toBeGreaterThan(0);
         expect(limits.change.held.cpuMicrosPerOp.source).toBeGreaterThan(0);
       }
+      // How the worker batched its writes: the destination's commands per 100 changes of each
+      // step (updates carry the inserts too: the worker writes them as replace-upserts).
+      const change = result.change as {
+        steps?: Array<{ destinationCommandsPer100: Record<string, number> | null }>;
+      };
+      for (const step of change.steps ?? []) {
+        expect(step.destinationCommandsPer100).toEqual({
+          insert: expect.any(Number),
+          update: expect.any(Number),
+          delete: expect.any(Number),
+          find: expect.any(Number),
+        });
+        expect(step.destinationCommandsPer100!.update).toBeGreaterThan(0);
+      }
+      expect(stderr).toContain('destination commands/100: insert');
       expect(stderr).toContain("Where this machine's");
       // (k) at the quick count: many small collections synced, committed and compared.
       const namespaces = result.namespaces as {
