@@ -51,6 +51,13 @@ export interface StepResult {
 /** Commands whose counts `destinationCommandsPer100` reports. */
 const COUNTED_COMMANDS = ['insert', 'update', 'delete', 'find'] as const;
 
+/** `destinationCommandsPer100` as one line's text: `insert 0.1, update 1.5, …`. */
+export function formatCommands(commands: Record<string, number>): string {
+  return Object.entries(commands)
+    .map(([command, per100]) => `${command} ${per100}`)
+    .join(', ');
+}
+
 async function commandCounts(client: MongoClient): Promise<Record<string, number> | null> {
   try {
     const status = await client.db('admin').command({ serverStatus: 1 });
@@ -148,11 +155,7 @@ export async function measureChangeApplication(
       const commands = step.destinationCommandsPer100;
       options.log(
         `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}${
-          commands
-            ? `; destination commands per 100 changes: ${Object.entries(commands)
-                .map(([c, n]) => `${c} ${n}`)
-                .join(', ')}`
-            : ''
+          commands ? `; destination commands per 100 changes: ${formatCommands(commands)}` : ''
         }`,
       );
       if (step.held && step.loadLimited) {

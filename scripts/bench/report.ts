@@ -1,5 +1,5 @@
 import type { BenchResult } from './bench';
-import type { StepResult } from './change-load';
+import { formatCommands, type StepResult } from './change-load';
 import { renderLimits } from './limits';
 import type { CUTOVER_TARGETS, CutoverResult, CutoverRun } from './cutover';
 import { renderNamespaces } from './namespaces';
@@ -14,11 +14,7 @@ export function renderTable(r: BenchResult): string[] {
   const stepLine = (s: StepResult, workerLag: boolean): string => {
     const commands = s.destinationCommandsPer100;
     return `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${workerLag ? `worker lag ≤ ${n(s.workerLagMax)} s  ` : ''}${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}${
-      commands
-        ? `  destination commands/100: ${Object.entries(commands)
-            .map(([c, k]) => `${c} ${k}`)
-            .join(' ')}`
-        : ''
+      commands ? `  destination commands/100: ${formatCommands(commands)}` : ''
     }`;
   };
   const verdict = (value: number | null, target: number, atMost: boolean): string => {

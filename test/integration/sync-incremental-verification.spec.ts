@@ -38,6 +38,18 @@ async function rollbackWarning(job: SyncJob): Promise<string> {
   return find()!;
 }
 
+/** canCommit, and the verifier caught up (every range checked once, no write left unchecked). */
+async function untilCaughtUp(job: SyncJob): Promise<void> {
+  await waitFor(
+    () =>
+      job.progress().canCommit === true &&
+      (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
+    60_000,
+    'canCommit and the verifier caught up',
+    () => JSON.stringify(job.progress().verification),
+  );
+}
+
 async function seed(c: AuthClusters): Promise<void> {
   await c.appSrc
     .db(testDb('shop'))
@@ -106,16 +118,9 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
       await job.start(
         request({ enableUserWriteBlocking: true, verification: { enabled: true, mode } }),
       );
-      await waitFor(
-        // canCommit, and the verifier caught up (the shortest cutover: the final pass reads
-        // only what the live pass has not seen yet).
-        () =>
-          job.progress().canCommit === true &&
-          (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
-        60_000,
-        'canCommit',
-        () => JSON.stringify(job.progress().verification),
-      );
+      // canCommit, and the verifier caught up (the shortest cutover: the final pass reads only
+      // what the live pass has not seen yet).
+      await untilCaughtUp(job);
       // The verifier caught up before canCommit: every range checked once.
       expect(job.progress().verification).toMatchObject({
         phase: 'live',
@@ -188,13 +193,7 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     });
     jobs.push(job);
     await job.start(request({ enableUserWriteBlocking: true }));
-    await waitFor(
-      () =>
-        job.progress().canCommit === true &&
-        (job.progress().verification as { caughtUp?: boolean } | undefined)?.caughtUp === true,
-      60_000,
-      'canCommit and the verifier caught up',
-    );
+    await untilCaughtUp(job);
     await job.commit();
     // The difference rolls the commit back: the application gets its source back at once.
     const warning = await rollbackWarning(job);

@@ -320,7 +320,7 @@ export function canCommitNow(
   return (
     !status.copying &&
     status.changeApplication?.readyToCommit === true &&
-    runner.verification.caughtUp(session.job, undefined, session)
+    runner.verification.caughtUp(session.job, session)
   );
 }
 

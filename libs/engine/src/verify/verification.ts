@@ -274,7 +274,7 @@ export class Verification {
         uncheckedRanges: backlog.uncheckedRanges,
         oldestDirtySeconds: Math.round(backlog.oldestUncheckedMs / 100) / 10,
       },
-      caughtUp: this.caughtUp(job, backlog, session),
+      caughtUp: this.caughtUp(job, session, backlog),
       retriedReads: this.retriedReads,
       ...(this.lastRetry ? { lastRetry: this.lastRetry } : {}),
       ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
@@ -288,7 +288,7 @@ export class Verification {
    * write older than `caughtUpMs` unchecked. Without a live pass (verification off, a per-shard
    * sync verified by its coordinator at commit, a live pass stopped) nothing to wait for.
    */
-  caughtUp(job: JobRecord, backlog?: Backlog, session?: JobSession): boolean {
+  caughtUp(job: JobRecord, session?: JobSession, backlog?: Backlog): boolean {
     if (!verificationEnabled(job) || !this.live) return true;
     return (
       this.followsCatalog(session) &&
