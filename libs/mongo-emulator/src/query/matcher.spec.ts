@@ -101,6 +101,38 @@ describe('compileFilter: comparison operators', () => {
     // A case-insensitive collation compares every value under it.
     expect(m({ a: { $in: many } }, { a: 'K4999' }, { locale: 'en', strength: 2 })).toBe(true);
   });
+
+  it('$in over many values of every type: numeric equality across types, documents, arrays, NaN', () => {
+    const ids = Array.from({ length: 3000 }, (_, i) => (i % 2 ? i : Long.fromNumber(i)));
+    const list = [
+      ...ids,
+      { x: 1, y: [2] },
+      [1, 2],
+      Number.NaN,
+      new MinKey(),
+      new Binary(Buffer.from('ab')),
+      new BSONSymbol('sym'),
+    ];
+    expect(m({ _id: { $in: list } }, { _id: new Int32(2998) })).toBe(true);
+    expect(m({ _id: { $in: list } }, { _id: new Double(1001) })).toBe(true);
+    expect(m({ _id: { $in: list } }, { _id: Decimal128.fromString('2.0') })).toBe(true);
+    expect(m({ _id: { $in: list } }, { _id: 2.5 })).toBe(false);
+    expect(m({ _id: { $in: list } }, { _id: 3000 })).toBe(false);
+    expect(m({ _id: { $in: list } }, { _id: { x: new Int32(1), y: [2] } })).toBe(true);
+    // Field order counts in a document.
+    expect(m({ _id: { $in: list } }, { _id: { y: [2], x: 1 } })).toBe(false);
+    expect(m({ a: { $in: list } }, { a: [1, 2] })).toBe(true);
+    expect(m({ a: { $in: list } }, { a: [[1, 2]] })).toBe(true);
+    expect(m({ a: { $in: list } }, { a: Number.NaN })).toBe(true);
+    expect(m({ a: { $in: list } }, { a: new MinKey() })).toBe(true);
+    expect(m({ a: { $in: list } }, { a: new MaxKey() })).toBe(false);
+    expect(m({ a: { $in: list } }, { a: new Binary(Buffer.from('ab')) })).toBe(true);
+    expect(m({ a: { $in: list } }, { a: 'sym' })).toBe(true);
+    expect(m({ a: { $in: list } }, {})).toBe(false);
+    expect(m({ a: { $in: [...list, null] } }, {})).toBe(true);
+    expect(m({ a: { $nin: list } }, { a: 17 })).toBe(false);
+    expect(m({ a: { $nin: list } }, { a: -1 })).toBe(true);
+  });
 });
 
 describe('compileFilter: element, array and evaluation operators', () => {
