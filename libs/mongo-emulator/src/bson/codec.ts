@@ -125,6 +125,8 @@ function encodeElements(doc: Document): Uint8Array[] {
  * Those are subtracted here rather than serialising the whole document again.
  */
 export function bsonSize(doc: Document): number {
+  const stored = storedBytes.get(doc);
+  if (stored) return stored.byteLength;
   return BSON.calculateObjectSize(doc, { ignoreUndefined: false }) - 12 * countInt32(doc);
 }
 
@@ -139,6 +141,24 @@ function countInt32(value: unknown): number {
   if (Array.isArray(value)) for (const item of value) n += countInt32(item);
   else for (const key in value) n += countInt32((value as Record<string, unknown>)[key]);
   return n;
+}
+
+/**
+ * The stored bytes a document was decoded from (a collection's record), by the decoded object.
+ * Such a document is shared and never mutated (see storage/record.ts), so its bytes are its
+ * encoding: a reply hands them out as they are, as mongod does, instead of encoding the decoded
+ * document again, and its size is their length.
+ */
+const storedBytes = new WeakMap<Document, Uint8Array>();
+
+/** `doc` is the decoding of `bytes`, and is never mutated. */
+export function rememberStoredBytes(doc: Document, bytes: Uint8Array): void {
+  storedBytes.set(doc, bytes);
+}
+
+/** The bytes `doc` was decoded from, when it is a stored document's decoding. */
+export function storedBytesOf(doc: Document): Uint8Array | undefined {
+  return storedBytes.get(doc);
 }
 
 /** Deep copy that preserves every BSON type (round trip through the exact codec). */

@@ -1,5 +1,5 @@
 import type { Document } from 'bson';
-import { decodeExact } from '../bson/codec';
+import { decodeExact, rememberStoredBytes } from '../bson/codec';
 
 /**
  * A stored document: its BSON bytes are the source of truth. A record is never changed in
@@ -49,6 +49,7 @@ export function docOf(rec: StoredRecord): Document {
   if (rec.bytes.byteLength > LARGE_BYTES) {
     if (largeRecord !== rec) {
       largeDoc = decodeExact(rec.bytes);
+      rememberStoredBytes(largeDoc, rec.bytes);
       largeRecord = rec;
     }
     return largeDoc!;
@@ -56,6 +57,7 @@ export function docOf(rec: StoredRecord): Document {
   const slot = rec.rid & (CACHE_SIZE - 1);
   if (cachedRecords[slot] === rec) return cachedDocs[slot]!;
   const doc = decodeExact(rec.bytes);
+  rememberStoredBytes(doc, rec.bytes);
   cachedRecords[slot] = rec;
   cachedDocs[slot] = doc;
   return doc;
@@ -66,6 +68,7 @@ export function docOf(rec: StoredRecord): Document {
  * hands them out in order), so the next `docOf(rec)` does not decode again.
  */
 export function rememberDoc(rec: StoredRecord, doc: Document): void {
+  rememberStoredBytes(doc, rec.bytes);
   if (rec.bytes.byteLength > LARGE_BYTES) {
     largeRecord = rec;
     largeDoc = doc;

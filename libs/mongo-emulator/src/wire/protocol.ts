@@ -1,5 +1,5 @@
 import { BSON, type Document } from 'bson';
-import { decodeExact, encode } from '../bson/codec';
+import { decodeExact, encode, storedBytesOf } from '../bson/codec';
 import { int32At } from '../bson/partial';
 
 /**
@@ -270,6 +270,84 @@ function writeHeader(buf: Buffer, requestId: number, responseTo: number, opCode:
   buf.writeInt32LE(opCode, 12);
 }
 
+/**
+ * A cursor reply (`{cursor: {firstBatch | nextBatch, …}, …}`) whose batch holds stored documents,
+ * encoded with each such document's stored bytes copied as they are (see `storedBytesOf`): a
+ * scan then never encodes what it read. Null when the reply is not one (encode it whole).
+ */
+function encodeCursorReply(doc: Document): Uint8Array | null {
+  const cursor = doc.cursor as Document | undefined;
+  if (cursor === null || typeof cursor !== 'object') return null;
+  const key = Array.isArray(cursor.firstBatch)
+    ? 'firstBatch'
+    : Array.isArray(cursor.nextBatch)
+      ? 'nextBatch'
+      : null;
+  if (!key) return null;
+  const batch = cursor[key] as Document[];
+  if (!batch.some((d) => storedBytesOf(d) !== undefined)) return null;
+  return documentOf(
+    Object.keys(doc).map((name) =>
+      name === 'cursor'
+        ? elementOf(
+            0x03,
+            name,
+            documentOf(
+              Object.keys(cursor).map((field) =>
+                field === key
+                  ? elementOf(0x04, field, arrayOf(batch))
+                  : encodedElement(field, cursor[field]),
+              ),
+            ),
+          )
+        : encodedElement(name, doc[name]),
+    ),
+  );
+}
+
+/** The documents of a batch as a BSON array: stored bytes where known, else encoded. */
+function arrayOf(batch: Document[]): Buffer {
+  const bytes = batch.map((d) => storedBytesOf(d) ?? encode(d));
+  let size = 5;
+  for (let i = 0; i < bytes.length; i++) size += 2 + String(i).length + bytes[i]!.length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt32LE(size, 0);
+  let at = 4;
+  for (let i = 0; i < bytes.length; i++) {
+    out[at++] = 0x03;
+    at += out.write(String(i), at, 'latin1');
+    out[at++] = 0;
+    out.set(bytes[i]!, at);
+    at += bytes[i]!.length;
+  }
+  out[at] = 0;
+  return out;
+}
+
+/** One element `name: value`, encoded as the whole-document encoder would. */
+function encodedElement(name: string, value: unknown): Uint8Array {
+  const bytes = encode({ [name]: value });
+  return bytes.subarray(4, bytes.length - 1);
+}
+
+function elementOf(type: number, name: string, value: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from([type]), Buffer.from(`${name}\0`, 'utf8'), value]);
+}
+
+/** A BSON document from its encoded elements. */
+function documentOf(elements: Uint8Array[]): Buffer {
+  const size = 4 + elements.reduce((n, e) => n + e.length, 0) + 1;
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt32LE(size, 0);
+  let at = 4;
+  for (const e of elements) {
+    out.set(e, at);
+    at += e.length;
+  }
+  out[at] = 0;
+  return out;
+}
+
 /** OP_MSG reply with a single kind-0 section. */
 export function encodeOpMsg(
   doc: Document,
@@ -277,7 +355,7 @@ export function encodeOpMsg(
   responseTo: number,
   flags = 0,
 ): Buffer {
-  const bson = encode(doc);
+  const bson = encodeCursorReply(doc) ?? encode(doc);
   const buf = Buffer.allocUnsafe(HEADER_SIZE + 4 + 1 + bson.length);
   writeHeader(buf, requestId, responseTo, OpCode.OP_MSG);
   buf.writeUInt32LE(flags >>> 0, HEADER_SIZE);
