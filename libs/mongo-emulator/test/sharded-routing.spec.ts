@@ -253,6 +253,14 @@ suite('sharded topology: mongos routing of unsharded collections', () => {
       client.db('admin').command({ shardCollection: 'shk.full', key: { k: 1 } }),
     ).resolves.toMatchObject({ collectionsharded: 'shk.full' });
   });
+
+  it('shards a collection that does not exist yet on {_id: 1} through its own _id index', async () => {
+    await expect(
+      client.db('admin').command({ shardCollection: 'shk.byid', key: { _id: 1 } }),
+    ).resolves.toMatchObject({ collectionsharded: 'shk.byid' });
+    const indexes = await client.db('shk').collection('byid').listIndexes().toArray();
+    expect(indexes.map((i) => [i.name, i.key])).toEqual([['_id_', { _id: 1 }]]);
+  });
 });
 
 suite('sharded topology: users are cluster-wide', () => {

@@ -130,16 +130,22 @@ export const shardCollectionCommand: RouterCommandDefinition = {
           'Please create an index that starts with the proposed shard key before sharding the collection. ',
         );
       }
-      await run({
-        createIndexes: coll,
-        indexes: [
-          {
-            key,
-            name: keyFields.map((f) => `${f}_${key[f] === 'hashed' ? 'hashed' : '1'}`).join('_'),
-            ...(unique ? { unique } : {}),
-          },
-        ],
-      });
+      if (keyFields.length === 1 && keyFields[0] === '_id' && key._id !== 'hashed') {
+        // A new collection's own `_id` index serves the key {_id: 1} (creating `_id_1` beside
+        // it would be refused as a second index on the same key).
+        await run({ create: coll });
+      } else {
+        await run({
+          createIndexes: coll,
+          indexes: [
+            {
+              key,
+              name: keyFields.map((f) => `${f}_${key[f] === 'hashed' ? 'hashed' : '1'}`).join('_'),
+              ...(unique ? { unique } : {}),
+            },
+          ],
+        });
+      }
       if (!info) {
         const again = await run({ listCollections: 1, filter: { name: coll } });
         info = ((again.cursor as Document).firstBatch as Document[])[0];
