@@ -125,6 +125,7 @@ function encodeElements(doc: Document): Uint8Array[] {
  * Those are subtracted here rather than serialising the whole document again.
  */
 export function bsonSize(doc: Document): number {
+  if (doc instanceof RawDocument) return doc.bytes.byteLength;
   const stored = storedBytes.get(doc);
   if (stored) return stored.byteLength;
   return BSON.calculateObjectSize(doc, { ignoreUndefined: false }) - 12 * countInt32(doc);
@@ -150,6 +151,29 @@ function countInt32(value: unknown): number {
  * document again, and its size is their length.
  */
 const storedBytes = new WeakMap<Document, Uint8Array>();
+
+/**
+ * A document held as its BSON bytes only (a stored record), in a cursor batch bound for the
+ * wire: nothing decodes it on the way out (see `fromWire`).
+ */
+export class RawDocument {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/**
+ * Commands as a client sent them over the wire, by their body object. Only such a command's
+ * cursor may carry RawDocuments: its replies go straight to the socket. A router running a
+ * command on a shard in-process passes another object (it reads the documents of the reply).
+ */
+const wireCommands = new WeakSet<Document>();
+
+export function markFromWire(body: Document): void {
+  wireCommands.add(body);
+}
+
+export function fromWire(body: Document): boolean {
+  return wireCommands.has(body);
+}
 
 /** `doc` is the decoding of `bytes`, and is never mutated. */
 export function rememberStoredBytes(doc: Document, bytes: Uint8Array): void {

@@ -15,6 +15,7 @@ import {
 } from '../wire/protocol';
 import { CloseConnection, type CommandExecutor } from './executor';
 import { asNumber } from './values';
+import { markFromWire } from '../bson/codec';
 
 export interface WireServerOptions {
   host?: string;
@@ -173,6 +174,7 @@ class WireConnection {
     if (request.exhaustAllowed && awaitable && EXHAUST_COMMANDS.has(name) && !request.moreToCome) {
       return this.streamHello(request.body, request.header.requestId);
     }
+    markFromWire(request.body);
     const reply = await this.executor.execute(request.body, this.ctx);
     // moreToCome on a request means "no reply wanted" (unacknowledged write).
     if (request.moreToCome) return;

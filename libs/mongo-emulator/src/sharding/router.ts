@@ -5,6 +5,7 @@ import { CloseConnection, type CommandExecutor } from '../server/executor';
 import { isAuthorized, type RequiredPrivilege } from '../server/authorization';
 import { ServerStats } from '../server/stats';
 import { asNumber, bsonTypeName } from '../server/values';
+import { fromWire } from '../bson/codec';
 import { compileFilter } from '../query/matcher';
 import { compileSort } from '../query/sort';
 import { runPipeline } from '../aggregate/pipeline';
@@ -387,7 +388,9 @@ export class MongosRouter implements CommandExecutor {
   /** `body` joined to the distributed transaction being routed, if any. */
   private inTransaction(shard: ShardHandle, body: Document): Document {
     const txn = this.transactions.current();
-    return txn ? this.transactions.shardBody(txn, shard, body) : body;
+    if (txn) return this.transactions.shardBody(txn, shard, body);
+    // Not the client's object: the shard's reply comes back here, documents decoded.
+    return fromWire(body) ? { ...body } : body;
   }
 
   private adoptCursor(shard: ShardHandle, reply: Document): void {

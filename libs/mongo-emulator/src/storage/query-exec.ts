@@ -49,6 +49,14 @@ export function* queryDocuments(coll: Collection, req: QueryRequest): Generator<
   for (const rec of executeQuery(coll, req).records) yield rec.doc;
 }
 
+/**
+ * The same query's documents as their stored bytes, never decoded (a filter still reads the
+ * fields it tests): for a cursor whose replies go straight to the wire.
+ */
+export function queryRawDocuments(coll: Collection, req: QueryRequest): Iterable<StoredRecord> {
+  return executeQuery(coll, req).records;
+}
+
 /** The top-level fields a filter reads, compiled for partial decoding (undefined: all). */
 export function filterFieldSet(filter: Document): FieldSet | undefined {
   const fields = filterFields(filter);

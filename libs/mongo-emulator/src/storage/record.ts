@@ -1,5 +1,5 @@
 import type { Document } from 'bson';
-import { decodeExact, rememberStoredBytes } from '../bson/codec';
+import { decodeExact, RawDocument, rememberStoredBytes } from '../bson/codec';
 
 /**
  * A stored document: its BSON bytes are the source of truth. A record is never changed in
@@ -12,11 +12,13 @@ import { decodeExact, rememberStoredBytes } from '../bson/codec';
  * record identity, so a read path that decodes once to match and once more to return gets the
  * same object back; like the stored object the emulator used to keep, it must not be mutated.
  */
-export class StoredRecord {
+export class StoredRecord extends RawDocument {
   constructor(
     readonly rid: number,
-    readonly bytes: Uint8Array,
-  ) {}
+    bytes: Uint8Array,
+  ) {
+    super(bytes);
+  }
 
   /** Serialized size in bytes. */
   get size(): number {

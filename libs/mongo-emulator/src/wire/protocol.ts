@@ -1,5 +1,5 @@
 import { BSON, type Document } from 'bson';
-import { decodeExact, encode, storedBytesOf } from '../bson/codec';
+import { decodeExact, encode, RawDocument, storedBytesOf } from '../bson/codec';
 import { int32At } from '../bson/partial';
 
 /**
@@ -285,7 +285,7 @@ function encodeCursorReply(doc: Document): Uint8Array | null {
       : null;
   if (!key) return null;
   const batch = cursor[key] as Document[];
-  if (!batch.some((d) => storedBytesOf(d) !== undefined)) return null;
+  if (!batch.some((d) => d instanceof RawDocument || storedBytesOf(d) !== undefined)) return null;
   return documentOf(
     Object.keys(doc).map((name) =>
       name === 'cursor'
@@ -307,7 +307,9 @@ function encodeCursorReply(doc: Document): Uint8Array | null {
 
 /** The documents of a batch as a BSON array: stored bytes where known, else encoded. */
 function arrayOf(batch: Document[]): Buffer {
-  const bytes = batch.map((d) => storedBytesOf(d) ?? encode(d));
+  const bytes = batch.map((d) =>
+    d instanceof RawDocument ? d.bytes : (storedBytesOf(d) ?? encode(d)),
+  );
   let size = 5;
   for (let i = 0; i < bytes.length; i++) size += 2 + String(i).length + bytes[i]!.length;
   const out = Buffer.allocUnsafe(size);

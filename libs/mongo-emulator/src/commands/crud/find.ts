@@ -2,7 +2,13 @@ import { optLetVariables } from './let-vars';
 import { Long, type Document } from 'bson';
 import { CommandError } from '../../errors';
 import { compileProjection } from '../../query/projection';
-import { queryDocumentArray, queryDocuments, type QueryRequest } from '../../storage/query-exec';
+import {
+  queryDocumentArray,
+  queryDocuments,
+  queryRawDocuments,
+  type QueryRequest,
+} from '../../storage/query-exec';
+import { fromWire } from '../../bson/codec';
 import { collectionGuard } from '../../cursors/collection-guard';
 import type { CommandDefinition } from '../types';
 import {
@@ -109,11 +115,16 @@ export const findCommand: CommandDefinition = {
       ownership: shardFilterOf(ctx.cmd),
     };
     const snapshot = committedSnapshotDocuments(ctx, coll);
+    const projected = !!projection && Object.keys(projection).length > 0;
+    // A client's find without projection: the stored bytes go out as they are, never decoded
+    // (mongod hands out what it stores). The batch then holds RawDocuments, which only the wire
+    // encoder and the batch's size count read.
     let docs: Iterable<Document> = snapshot
       ? queryDocumentArray(snapshot, request)
-      : queryDocuments(coll, request);
-    if (projection && Object.keys(projection).length)
-      docs = mapDocs(docs, compileProjection(projection));
+      : !projected && fromWire(ctx.cmd)
+        ? (queryRawDocuments(coll, request) as Iterable<unknown> as Iterable<Document>)
+        : queryDocuments(coll, request);
+    if (projected) docs = mapDocs(docs, compileProjection(projection!));
     const iterator = docs[Symbol.iterator]();
     // Planning errors (bad hint, bad filter) surface while the first batch is read, failing the command.
     return cursorReply(ctx, ns, iterator, {
