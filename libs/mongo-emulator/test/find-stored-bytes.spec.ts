@@ -75,7 +75,7 @@ function checkFinds(
     const got = await client()
       .db(ns().db)
       .collection(ns().coll)
-      .find({ _id: 5 }, { projection: { nested: 1, s: 1 }, ...EXACT })
+      .find({ _id: 5 } as Document, { projection: { nested: 1, s: 1 }, ...EXACT })
       .toArray();
     expect(got).toEqual([{ _id: new Int32(5), nested: documents()[5]!.nested, s: 'ééééé' }]);
   });
