@@ -125,8 +125,7 @@ function encodeElements(doc: Document): Uint8Array[] {
  * Those are subtracted here rather than serialising the whole document again.
  */
 export function bsonSize(doc: Document): number {
-  if (doc instanceof RawDocument) return doc.bytes.byteLength;
-  const stored = storedBytes.get(doc);
+  const stored = storedBytesOf(doc);
   if (stored) return stored.byteLength;
   return BSON.calculateObjectSize(doc, { ignoreUndefined: false }) - 12 * countInt32(doc);
 }
@@ -180,9 +179,12 @@ export function rememberStoredBytes(doc: Document, bytes: Uint8Array): void {
   storedBytes.set(doc, bytes);
 }
 
-/** The bytes `doc` was decoded from, when it is a stored document's decoding. */
+/**
+ * A stored document's bytes: a RawDocument's own, or those a stored document's decoding came
+ * from. Undefined for any other document.
+ */
 export function storedBytesOf(doc: Document): Uint8Array | undefined {
-  return storedBytes.get(doc);
+  return doc instanceof RawDocument ? doc.bytes : storedBytes.get(doc);
 }
 
 /** Deep copy that preserves every BSON type (round trip through the exact codec). */

@@ -1,5 +1,5 @@
 import { BSON, type Document } from 'bson';
-import { decodeExact, encode, RawDocument, storedBytesOf } from '../bson/codec';
+import { decodeExact, encode, storedBytesOf } from '../bson/codec';
 import { int32At } from '../bson/partial';
 
 /**
@@ -285,31 +285,28 @@ function encodeCursorReply(doc: Document): Uint8Array | null {
       : null;
   if (!key) return null;
   const batch = cursor[key] as Document[];
-  if (!batch.some((d) => d instanceof RawDocument || storedBytesOf(d) !== undefined)) return null;
-  return documentOf(
-    Object.keys(doc).map((name) =>
-      name === 'cursor'
-        ? elementOf(
-            0x03,
-            name,
-            documentOf(
-              Object.keys(cursor).map((field) =>
-                field === key
-                  ? elementOf(0x04, field, arrayOf(batch))
-                  : encodedElement(field, cursor[field]),
-              ),
-            ),
-          )
-        : encodedElement(name, doc[name]),
+  if (!batch.some((d) => storedBytesOf(d) !== undefined)) return null;
+  const cursorPieces = documentOf(
+    Object.keys(cursor).map((field) =>
+      field === key ? elementOf(0x04, field, arrayOf(batch)) : encodedElement(field, cursor[field]),
     ),
   );
+  const pieces = documentOf(
+    Object.keys(doc).map((name) =>
+      name === 'cursor' ? elementOf(0x03, name, cursorPieces) : encodedElement(name, doc[name]),
+    ),
+  );
+  // Joined once, here: the batch is copied into the reply, not at every level of nesting.
+  return Buffer.concat(pieces);
 }
 
-/** The documents of a batch as a BSON array: stored bytes where known, else encoded. */
-function arrayOf(batch: Document[]): Buffer {
-  const bytes = batch.map((d) =>
-    d instanceof RawDocument ? d.bytes : (storedBytesOf(d) ?? encode(d)),
-  );
+/**
+ * The documents of a batch as a BSON array, in one buffer: stored bytes where known, else
+ * encoded. The reply around it is kept as pieces (its BSON bytes in order) and joined once, so
+ * the batch is not copied again at each level of nesting.
+ */
+function arrayOf(batch: Document[]): Uint8Array[] {
+  const bytes = batch.map((d) => storedBytesOf(d) ?? encode(d));
   let size = 5;
   for (let i = 0; i < bytes.length; i++) size += 2 + String(i).length + bytes[i]!.length;
   const out = Buffer.allocUnsafe(size);
@@ -323,31 +320,29 @@ function arrayOf(batch: Document[]): Buffer {
     at += bytes[i]!.length;
   }
   out[at] = 0;
-  return out;
+  return [out];
 }
 
 /** One element `name: value`, encoded as the whole-document encoder would. */
-function encodedElement(name: string, value: unknown): Uint8Array {
+function encodedElement(name: string, value: unknown): Uint8Array[] {
   const bytes = encode({ [name]: value });
-  return bytes.subarray(4, bytes.length - 1);
+  return [bytes.subarray(4, bytes.length - 1)];
 }
 
-function elementOf(type: number, name: string, value: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from([type]), Buffer.from(`${name}\0`, 'utf8'), value]);
+/** One element: its type, its name, then its value's pieces. */
+function elementOf(type: number, name: string, value: Uint8Array[]): Uint8Array[] {
+  const header = Buffer.from(` ${name}\0`, 'utf8'); // the type byte, then the name
+  header[0] = type;
+  return [header, ...value];
 }
 
-/** A BSON document from its encoded elements. */
-function documentOf(elements: Uint8Array[]): Buffer {
-  const size = 4 + elements.reduce((n, e) => n + e.length, 0) + 1;
-  const out = Buffer.allocUnsafe(size);
-  out.writeInt32LE(size, 0);
-  let at = 4;
-  for (const e of elements) {
-    out.set(e, at);
-    at += e.length;
-  }
-  out[at] = 0;
-  return out;
+/** A BSON document from its elements' pieces: its length, the elements, the terminator. */
+function documentOf(elements: Uint8Array[][]): Uint8Array[] {
+  let size = 5;
+  for (const element of elements) for (const piece of element) size += piece.length;
+  const length = Buffer.allocUnsafe(4);
+  length.writeInt32LE(size, 0);
+  return [length, ...elements.flat(), Buffer.from([0])];
 }
 
 /** OP_MSG reply with a single kind-0 section. */
