@@ -187,6 +187,19 @@ export function storedBytesOf(doc: Document): Uint8Array | undefined {
   return doc instanceof RawDocument ? doc.bytes : storedBytes.get(doc);
 }
 
+/**
+ * The bytes a document is stored under, owning their memory: those it was decoded from (a stored
+ * record's, or an inserted document's as the client sent them, see wire/protocol.ts) copied out
+ * of the buffer they are a view of, else its encoding. mongod stores an inserted document's bytes
+ * as received (once its `_id` is in front): re-encoding the decoding cost a third of an insert.
+ */
+export function ownedBytesOf(doc: Document): Uint8Array {
+  const known = storedBytesOf(doc);
+  if (!known) return encodeOwned(doc);
+  const own = new Uint8Array(known);
+  return Buffer.from(own.buffer, 0, own.byteLength);
+}
+
 /** Deep copy that preserves every BSON type (round trip through the exact codec). */
 export function cloneExact<T extends Document>(doc: T): T {
   return decodeExact(encode(doc)) as T;

@@ -119,6 +119,34 @@ function valueSize(bytes: Uint8Array, type: number, i: number, end: number): num
   }
 }
 
+/** One element of a BSON document's bytes: its type, where its name and its value lie. */
+export interface BsonElement {
+  type: number;
+  nameStart: number;
+  nameEnd: number;
+  valueStart: number;
+  valueEnd: number;
+}
+
+/**
+ * The elements of the document (or array) whose bytes start at `at` in `bytes`, in order. Stops
+ * early at an element it cannot size (a type this scanner does not know): callers that must see
+ * every element compare what they got with what they expect.
+ */
+export function* elementsOf(bytes: Uint8Array, at = 0): Generator<BsonElement> {
+  const end = at + int32At(bytes, at) - 1; // the document's terminating zero
+  let i = at + 4;
+  while (i < end) {
+    const type = bytes[i];
+    const nameEnd = cstringEnd(bytes, i + 1, end);
+    const size = valueSize(bytes, type, nameEnd + 1, end);
+    if (size < 0 || nameEnd >= end) return;
+    const valueStart = nameEnd + 1;
+    yield { type, nameStart: i + 1, nameEnd, valueStart, valueEnd: valueStart + size };
+    i = valueStart + size;
+  }
+}
+
 /**
  * The top-level elements of `bytes` whose names are in `fields`, decoded exactly as a document
  * (in their stored order); fields the document lacks are absent. Falls back to decoding the

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import BTree from 'sorted-btree';
 import { Binary, ObjectId, type Document, type Long } from 'bson';
-import { decodeExact, detach, encodeOwned } from '../bson/codec';
+import { decodeExact, detach, encodeOwned, ownedBytesOf } from '../bson/codec';
 import { bsonTypeOf } from '../bson/compare';
 import { CommandError } from '../errors';
 import { compileFilter } from '../query/matcher';
@@ -217,7 +217,7 @@ export class Collection {
     this.checkUnique(keys, rid);
     // The record keeps the document's bytes only (the caller keeps its object); the oplog entry
     // shares them as the insert's document.
-    const rec = new StoredRecord(rid, encodeOwned(doc));
+    const rec = new StoredRecord(rid, ownedBytesOf(doc));
     this.nextRid++;
     this.records.set(rid, rec);
     for (let i = 0; i < this.indexes.length; i++) this.indexes[i].add(rid, keys[i]);

@@ -1,6 +1,6 @@
 import { BSON, type Document } from 'bson';
-import { decodeExact, encode, storedBytesOf } from '../bson/codec';
-import { int32At } from '../bson/partial';
+import { decodeExact, encode, rememberStoredBytes, storedBytesOf } from '../bson/codec';
+import { elementsOf, int32At, type BsonElement } from '../bson/partial';
 
 /**
  * MongoDB wire protocol framing (https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/).
@@ -135,7 +135,7 @@ function readDocument(
   offset: number,
   end: number,
   owned = false,
-): { doc: Document; size: number } {
+): { doc: Document; size: number; bytes: Uint8Array } {
   if (offset + 5 > end) throw new WireProtocolError('truncated BSON document', false, 22);
   const size = int32At(buf, offset);
   if (size < 5 || offset + size > end) {
@@ -153,7 +153,7 @@ function readDocument(
     own.set(buf.subarray(offset, offset + size));
   }
   try {
-    return { doc: decodeExact(own), size };
+    return { doc: decodeExact(own), size, bytes: own };
   } catch (err) {
     throw new WireProtocolError(
       `invalid BSON: ${(err as Error).message}`,
@@ -161,6 +161,32 @@ function readDocument(
       22 /* InvalidBSON */,
     );
   }
+}
+
+/**
+ * An `insert` body's documents remember the bytes the client sent (views of the body's private
+ * copy), so the insert stores those bytes, as mongod does, instead of encoding each decoding
+ * again (see `ownedBytesOf`). The decoded documents are never mutated on the way: an insert that
+ * must put `_id` in front builds a new document. Anything unexpected leaves them unremembered.
+ */
+function rememberInsertedBytes(body: Document, bytes: Uint8Array): void {
+  const documents = body.documents;
+  if (!Array.isArray(documents)) return;
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let array: BsonElement | undefined;
+  for (const element of elementsOf(bytes)) {
+    if (text.toString('utf8', element.nameStart, element.nameEnd) !== 'documents') continue;
+    array = element;
+    break;
+  }
+  if (array?.type !== 0x04) return;
+  const views: Uint8Array[] = [];
+  for (const element of elementsOf(bytes, array.valueStart)) {
+    if (element.type !== 0x03) return; // not a document: the insert fails on it anyway
+    views.push(bytes.subarray(element.valueStart, element.valueEnd));
+  }
+  if (views.length !== documents.length) return;
+  views.forEach((view, i) => rememberStoredBytes(documents[i] as Document, view));
 }
 
 function readCString(buf: Buffer, offset: number, end: number): { value: string; next: number } {
@@ -204,8 +230,9 @@ function decodeOpMsg(message: Buffer, header: MessageHeader): WireRequest {
     offset += 1;
     if (kind === 0) {
       if (body) throw new WireProtocolError('OP_MSG contains more than one body section', false);
-      const { doc, size } = readDocument(message, offset, end);
+      const { doc, size, bytes } = readDocument(message, offset, end);
       body = doc;
+      if (Object.keys(doc)[0] === 'insert') rememberInsertedBytes(doc, bytes);
       offset += size;
     } else if (kind === 1) {
       if (offset + 4 > end) throw new WireProtocolError('truncated document sequence', false);
@@ -223,6 +250,8 @@ function decodeOpMsg(message: Buffer, header: MessageHeader): WireRequest {
       let p = 0;
       while (p < own.length) {
         const { doc, size: docSize } = readDocument(own, p, own.length, true);
+        // An insert's documents keep the bytes they came in (see rememberInsertedBytes).
+        if (id === 'documents') rememberStoredBytes(doc, own.subarray(p, p + docSize));
         docs.push(doc);
         p += docSize;
       }
@@ -275,7 +304,7 @@ function writeHeader(buf: Buffer, requestId: number, responseTo: number, opCode:
  * encoded with each such document's stored bytes copied as they are (see `storedBytesOf`): a
  * scan then never encodes what it read. Null when the reply is not one (encode it whole).
  */
-function encodeCursorReply(doc: Document): Uint8Array | null {
+function cursorReplyPieces(doc: Document): Uint8Array[] | null {
   const cursor = doc.cursor as Document | undefined;
   if (cursor === null || typeof cursor !== 'object') return null;
   const key = Array.isArray(cursor.firstBatch)
@@ -296,31 +325,38 @@ function encodeCursorReply(doc: Document): Uint8Array | null {
       name === 'cursor' ? elementOf(0x03, name, cursorPieces) : encodedElement(name, doc[name]),
     ),
   );
-  // Joined once, here: the batch is copied into the reply, not at every level of nesting.
-  return Buffer.concat(pieces);
+  // Copied once, into the message (encodeOpMsg), not at every level of nesting.
+  return pieces;
 }
 
 /**
- * The documents of a batch as a BSON array, in one buffer: stored bytes where known, else
- * encoded. The reply around it is kept as pieces (its BSON bytes in order) and joined once, so
- * the batch is not copied again at each level of nesting.
+ * The documents of a batch as a BSON array, as pieces: stored bytes as they are (not copied
+ * here), else encoded; the array's length, element headers and terminator are views of one small
+ * buffer. The reply is copied once, into the message.
  */
 function arrayOf(batch: Document[]): Uint8Array[] {
   const bytes = batch.map((d) => storedBytesOf(d) ?? encode(d));
+  let glueSize = 5;
   let size = 5;
-  for (let i = 0; i < bytes.length; i++) size += 2 + String(i).length + bytes[i]!.length;
-  const out = Buffer.allocUnsafe(size);
-  out.writeInt32LE(size, 0);
+  for (let i = 0; i < bytes.length; i++) {
+    const header = 2 + String(i).length;
+    glueSize += header;
+    size += header + bytes[i]!.length;
+  }
+  const glue = Buffer.allocUnsafe(glueSize);
+  glue.writeInt32LE(size, 0);
+  const pieces: Uint8Array[] = [glue.subarray(0, 4)];
   let at = 4;
   for (let i = 0; i < bytes.length; i++) {
-    out[at++] = 0x03;
-    at += out.write(String(i), at, 'latin1');
-    out[at++] = 0;
-    out.set(bytes[i]!, at);
-    at += bytes[i]!.length;
+    const from = at;
+    glue[at++] = 0x03;
+    at += glue.write(String(i), at, 'latin1');
+    glue[at++] = 0;
+    pieces.push(glue.subarray(from, at), bytes[i]!);
   }
-  out[at] = 0;
-  return [out];
+  glue[at] = 0;
+  pieces.push(glue.subarray(at, at + 1));
+  return pieces;
 }
 
 /** One element `name: value`, encoded as the whole-document encoder would. */
@@ -352,12 +388,18 @@ export function encodeOpMsg(
   responseTo: number,
   flags = 0,
 ): Buffer {
-  const bson = encodeCursorReply(doc) ?? encode(doc);
-  const buf = Buffer.allocUnsafe(HEADER_SIZE + 4 + 1 + bson.length);
+  const pieces = cursorReplyPieces(doc) ?? [encode(doc)];
+  let size = HEADER_SIZE + 4 + 1;
+  for (const piece of pieces) size += piece.length;
+  const buf = Buffer.allocUnsafe(size);
   writeHeader(buf, requestId, responseTo, OpCode.OP_MSG);
   buf.writeUInt32LE(flags >>> 0, HEADER_SIZE);
   buf[HEADER_SIZE + 4] = 0;
-  buf.set(bson, HEADER_SIZE + 5);
+  let at = HEADER_SIZE + 5;
+  for (const piece of pieces) {
+    buf.set(piece, at);
+    at += piece.length;
+  }
   return buf;
 }
 
