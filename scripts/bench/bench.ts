@@ -46,6 +46,7 @@ import {
   measureBareCopy,
   measureScan,
   measureWrite,
+  writeRangeRaw,
   type Rate,
   type BareCopyResult,
   type ScanResult,
@@ -183,7 +184,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       `  ${loaded.documents} documents, ${(loaded.bytes / 1e6).toFixed(1)} MB in ${loaded.seconds.toFixed(1)} s`,
     );
 
-    log('(b) destination raw write (unordered insertMany)…');
+    log('(b) destination raw write (BSON sent as is, unordered)…');
     const write = await measureWrite(
       destinationClient,
       SCRATCH,
@@ -348,7 +349,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       // this size, into a fresh emulator of its own (an emulator may slow as it fills).
       const rawDestination = await startEmulator('bench-destination-raw-scaled', profileDir);
       const rawClient = await MongoClient.connect(rawDestination.firstLine.uri);
-      const raw = await insertRange(rawClient, SCRATCH, spec, 0, total, {
+      const raw = await writeRangeRaw(rawClient, SCRATCH, spec, 0, total, {
         batchSize: write.batchSize,
         concurrency: write.concurrency,
       });

@@ -57,6 +57,31 @@ export function cpuSince(parts: CpuParts): (units: number) => CpuMark {
 }
 
 /**
+ * CPU over several windows (a measurement that pauses between them, as the raw write does while
+ * it encodes its next documents): `open` and `close` bracket each window; `perUnit` gives each
+ * part's CPU per unit over all closed windows.
+ */
+export function cpuWindows(parts: CpuParts): {
+  open(): void;
+  close(): void;
+  perUnit(units: number): CpuMark;
+} {
+  const total: CpuMark = {};
+  let start: CpuMark | null = null;
+  return {
+    open: () => void (start = cpuMark(parts)),
+    close: () => {
+      if (!start) return;
+      const end = cpuMark(parts);
+      for (const name of Object.keys(end))
+        total[name] = (total[name] ?? 0) + Math.max(0, end[name]! - (start[name] ?? 0));
+      start = null;
+    },
+    perUnit: (units) => cpuMicrosPer({}, total, units),
+  };
+}
+
+/**
  * The highest rate (units/s) the named parts' work alone allows on `cores` cores: the whole
  * machine's CPU shared by all of them, and no single-threaded part above one core. The parts
  * left out are counted as free — a ceiling, never an estimate of what they would reach.

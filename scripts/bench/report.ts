@@ -37,7 +37,7 @@ export function renderTable(r: BenchResult): string[] {
       '(b) destination raw write',
       n(r.write.docsPerSec),
       n(r.write.mbPerSec, 1),
-      `insertMany unordered, concurrency ${r.write.concurrency}, batch ${r.write.batchSize}`,
+      `encoded ahead, sent raw unordered, concurrency ${r.write.concurrency}, batch ${r.write.batchSize}`,
     ),
     row(
       '(c) worker copy 1×',
