@@ -228,7 +228,7 @@ export async function main(o: MemoryBenchOptions): Promise<MemoryBenchResult> {
     documentBytes: o.documentBytes,
   };
   const extra = ['--pause-stats', ...(o.history ? ['--history', String(o.history)] : [])];
-  const emulator = await startEmulator('bench-memory', null, extra);
+  const emulator = await startEmulator('bench-memory', null, extra, []);
   const child = emulator.child;
   const client = await MongoClient.connect(emulator.firstLine.uri);
   try {

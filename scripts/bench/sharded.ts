@@ -18,7 +18,15 @@ import type { ChildProcess } from 'node:child_process';
 import { Long, MaxKey, MongoClient, type Document } from 'mongodb';
 import { startNodeProcess, type Started } from '../lib/processes';
 import { collectionName, insertRange, type DatasetSpec, type LoadResult } from './dataset';
-import { EMULATOR_CLI, nodeFlags, RssSampler, sleep, startWorker, track } from './processes';
+import {
+  EMULATOR_CLI,
+  EMULATOR_NODE_FLAGS,
+  nodeFlags,
+  RssSampler,
+  sleep,
+  startWorker,
+  track,
+} from './processes';
 import type { WorkerProcess } from './processes';
 import { post, progress } from './worker-copy';
 import { cpuSecondsOf } from './cpu-budget';
@@ -150,6 +158,7 @@ function startSharded(
 ): Promise<Started<ShardedLine>> {
   return startNodeProcess<ShardedLine>([
     ...nodeFlags(options.profileDir, `emulator-${name}-${tag}`),
+    ...EMULATOR_NODE_FLAGS,
     EMULATOR_CLI,
     ...['--topology', 'sharded', '--shards', String(shards), '--name', name, '--port', '0'],
   ]).then(track);
