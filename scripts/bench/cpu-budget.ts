@@ -3,8 +3,9 @@
  * worker or the peer, the bench process itself) spent per document or per change, read from
  * /proc (utime + stime) around the measured window. From those figures follow the ceilings a
  * ratio cannot pass on the machine the bench ran on: with N cores, a rate R needs
- * R × (sum of every process's CPU per unit) ≤ N seconds per second, and a single-threaded
- * process can use at most one core (R × its own CPU per unit ≤ 1).
+ * R × (sum of every process's CPU per unit) ≤ N seconds per second, and a process's main thread
+ * (where Node runs JavaScript) can use at most one core (R × its CPU per unit ≤ 1); the process
+ * as a whole may use more (the garbage collector's and libuv's threads).
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +24,28 @@ export function cpuSecondsOf(child: ChildProcess): number {
   }
 }
 
+/**
+ * utime + stime of a process's main thread, in seconds (0 once it exited). A Node process runs
+ * JavaScript on its main thread only, but V8's garbage collector and libuv's pool also work on
+ * threads of their own: the process as a whole can take more than one core, its main thread not.
+ */
+function mainThreadSecondsOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Suffix of a part's main-thread figure in a CpuMark (`destination:main`), beside the whole
+ * process's (`destination`). Ceilings cap a part at one core by its main thread's CPU only.
+ */
+export const MAIN_THREAD = ':main';
+
 /** The processes a measurement splits its CPU over, by name; `bench` is added for this process. */
 export type CpuParts = Record<string, ChildProcess>;
 
@@ -31,9 +54,13 @@ export type CpuMark = Record<string, number>;
 
 function cpuMark(parts: CpuParts): CpuMark {
   const mark: CpuMark = {};
-  for (const [name, child] of Object.entries(parts)) mark[name] = cpuSecondsOf(child);
+  for (const [name, child] of Object.entries(parts)) {
+    mark[name] = cpuSecondsOf(child);
+    mark[name + MAIN_THREAD] = mainThreadSecondsOf(child.pid);
+  }
   const self = process.cpuUsage();
   mark.bench = (self.user + self.system) / 1e6;
+  mark['bench' + MAIN_THREAD] = mainThreadSecondsOf(process.pid);
   return mark;
 }
 
@@ -83,7 +110,7 @@ export function cpuWindows(parts: CpuParts): {
 
 /**
  * The highest rate (units/s) the named parts' work alone allows on `cores` cores: the whole
- * machine's CPU shared by all of them, and no single-threaded part above one core. The parts
+ * machine's CPU shared by all of them, and no part's main thread above one core. The parts
  * left out are counted as free — a ceiling, never an estimate of what they would reach.
  */
 export function rateCeiling(
@@ -91,15 +118,31 @@ export function rateCeiling(
   names: string[],
   cores: number = cpus().length,
 ): number | null {
-  const costs = names.map((n) => perUnit[n] ?? 0).filter((c) => c > 0);
-  if (costs.length === 0) return null;
-  const total = costs.reduce((s, c) => s + c, 0);
-  return Math.round(Math.min((cores * 1e6) / total, 1e6 / Math.max(...costs)));
+  const parts = names.filter((n) => !n.endsWith(MAIN_THREAD) && (perUnit[n] ?? 0) > 0);
+  if (parts.length === 0) return null;
+  const total = parts.reduce((s, n) => s + perUnit[n]!, 0);
+  // One core per part's main thread (its whole CPU when the main thread was not measured).
+  const busiest = Math.max(...parts.map((n) => perUnit[n + MAIN_THREAD] || perUnit[n]!));
+  return Math.round(Math.min((cores * 1e6) / total, 1e6 / busiest));
+}
+
+/** `name`'s figures in `mark` (the process's and its main thread's), under `as`. */
+export function partOf(mark: CpuMark, name: string, as = name): CpuMark {
+  const out: CpuMark = { [as]: mark[name] ?? 0 };
+  const main = mark[name + MAIN_THREAD];
+  if (main !== undefined) out[as + MAIN_THREAD] = main;
+  return out;
 }
 
 /** `12 source, 30 destination, …` (µs per unit), for the log. */
 export function describeCpu(perUnit: CpuMark): string {
   return Object.entries(perUnit)
-    .map(([name, us]) => `${name} ${us}`)
+    .filter(([name]) => !name.endsWith(MAIN_THREAD))
+    .map(([name, us]) => {
+      const main = perUnit[name + MAIN_THREAD];
+      return main !== undefined && main !== us
+        ? `${name} ${us} (main thread ${main})`
+        : `${name} ${us}`;
+    })
     .join(', ');
 }

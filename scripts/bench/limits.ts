@@ -18,7 +18,7 @@
  * A ratio's target above its bare ceiling cannot be met on this machine by any tool.
  */
 import type { ChangeResult, StepResult } from './change-load';
-import { describeCpu, rateCeiling, type CpuMark } from './cpu-budget';
+import { describeCpu, partOf, rateCeiling, type CpuMark } from './cpu-budget';
 import type { BareCopyResult, ScanResult, WriteResult } from './raw-rates';
 
 export interface CopyLimits {
@@ -130,27 +130,24 @@ export function physicalLimits(input: {
   const { cores, scan, write, copy } = input;
   const minRaw = Math.min(scan.docsPerSec, write.docsPerSec);
   const bare = rateCeiling(
-    {
-      source: scan.cpuMicrosPerDoc.source ?? 0,
-      destination: write.cpuMicrosPerDoc.destination ?? 0,
-    },
+    { ...partOf(scan.cpuMicrosPerDoc, 'source'), ...partOf(write.cpuMicrosPerDoc, 'destination') },
     ['source', 'destination'],
     cores,
   );
   const driverFloor = rateCeiling(
     {
-      source: scan.cpuMicrosPerDoc.source ?? 0,
-      destination: write.cpuMicrosPerDoc.destination ?? 0,
-      tool: input.bareCopy.cpuMicrosPerDoc.bench ?? 0,
+      ...partOf(scan.cpuMicrosPerDoc, 'source'),
+      ...partOf(write.cpuMicrosPerDoc, 'destination'),
+      ...partOf(input.bareCopy.cpuMicrosPerDoc, 'bench', 'tool'),
     },
     ['source', 'destination', 'tool'],
     cores,
   );
   const workerBare = rateCeiling(
     {
-      source: scan.cpuMicrosPerDoc.source ?? 0,
-      destination: write.cpuMicrosPerDoc.destination ?? 0,
-      worker: copy.cpuMicrosPerDoc.worker ?? 0,
+      ...partOf(scan.cpuMicrosPerDoc, 'source'),
+      ...partOf(write.cpuMicrosPerDoc, 'destination'),
+      ...partOf(copy.cpuMicrosPerDoc, 'worker'),
     },
     ['source', 'destination', 'worker'],
     cores,
@@ -179,12 +176,12 @@ export function physicalLimits(input: {
   const load = (s: StepResult | null): CpuMark => {
     const out: CpuMark = {};
     for (const [name, us] of Object.entries(s?.cpuMicrosPerOp ?? {}))
-      if (name === 'bench' || name.startsWith('writer')) out[name] = us;
+      if (name.startsWith('bench') || name.startsWith('writer')) out[name] = us;
     return out;
   };
   const bareCost: CpuMark = {
-    source: input.changeLimit.streamRead.cpuMicrosPerEvent.source ?? 0,
-    destination: input.changeLimit.directApply.cpuMicrosPerOp.destination ?? 0,
+    ...partOf(input.changeLimit.streamRead.cpuMicrosPerEvent, 'source'),
+    ...partOf(input.changeLimit.directApply.cpuMicrosPerOp, 'destination'),
     ...load(held),
   };
   const bareChange = rateCeiling(bareCost, Object.keys(bareCost), cores);
@@ -196,7 +193,7 @@ export function physicalLimits(input: {
   const withDriver: CpuMark = { ...bareCost, tool: driverCost ?? 0 };
   const driverFloorChange =
     driverCost === null ? null : rateCeiling(withDriver, Object.keys(withDriver), cores);
-  const withWorker: CpuMark = { ...bareCost, worker: held?.cpuMicrosPerOp.worker ?? 0 };
+  const withWorker: CpuMark = { ...bareCost, ...partOf(held?.cpuMicrosPerOp ?? {}, 'worker') };
   const workerBareChange = rateCeiling(withWorker, Object.keys(withWorker), cores);
   const asRunChange = held
     ? rateCeiling(held.cpuMicrosPerOp, Object.keys(held.cpuMicrosPerOp), cores)
