@@ -13,15 +13,20 @@ import { cpus } from 'node:os';
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
-/** utime + stime of a process, in seconds (0 once it exited). */
-export function cpuSecondsOf(child: ChildProcess): number {
+/** utime + stime from a stat(5) file (a process's or a thread's), in seconds (0: gone). */
+function statCpuSeconds(path: string): number {
   try {
-    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // fields 14, 15 of stat(5)
   } catch {
     return 0;
   }
+}
+
+/** utime + stime of a process, in seconds (0 once it exited). */
+export function cpuSecondsOf(child: ChildProcess): number {
+  return statCpuSeconds(`/proc/${child.pid}/stat`);
 }
 
 /**
@@ -30,14 +35,7 @@ export function cpuSecondsOf(child: ChildProcess): number {
  * threads of their own: the process as a whole can take more than one core, its main thread not.
  */
 function mainThreadSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
+  return pid === undefined ? 0 : statCpuSeconds(`/proc/${pid}/task/${pid}/stat`);
 }
 
 /**
@@ -64,13 +62,18 @@ function cpuMark(parts: CpuParts): CpuMark {
   return mark;
 }
 
-/** Microseconds of CPU per unit (document, change) each part spent between two marks. */
-function cpuMicrosPer(before: CpuMark, after: CpuMark, units: number): CpuMark {
+/** CPU seconds each part spent between two marks, added to `into` (a new mark by default). */
+function cpuDelta(before: CpuMark, after: CpuMark, into: CpuMark = {}): CpuMark {
+  for (const name of Object.keys(after))
+    into[name] = (into[name] ?? 0) + Math.max(0, after[name]! - (before[name] ?? 0));
+  return into;
+}
+
+/** Microseconds of CPU per unit (document, change) in CPU seconds per part. */
+function perUnitOf(seconds: CpuMark, units: number): CpuMark {
   const per: CpuMark = {};
-  for (const name of Object.keys(after)) {
-    const seconds = Math.max(0, after[name]! - (before[name] ?? 0));
-    per[name] = units > 0 ? Math.round((seconds * 1e6) / units) : 0;
-  }
+  for (const [name, s] of Object.entries(seconds))
+    per[name] = units > 0 ? Math.round((s * 1e6) / units) : 0;
   return per;
 }
 
@@ -80,7 +83,7 @@ function cpuMicrosPer(before: CpuMark, after: CpuMark, units: number): CpuMark {
  */
 export function cpuSince(parts: CpuParts): (units: number) => CpuMark {
   const before = cpuMark(parts);
-  return (units) => cpuMicrosPer(before, cpuMark(parts), units);
+  return (units) => perUnitOf(cpuDelta(before, cpuMark(parts)), units);
 }
 
 /**
@@ -98,13 +101,10 @@ export function cpuWindows(parts: CpuParts): {
   return {
     open: () => void (start = cpuMark(parts)),
     close: () => {
-      if (!start) return;
-      const end = cpuMark(parts);
-      for (const name of Object.keys(end))
-        total[name] = (total[name] ?? 0) + Math.max(0, end[name]! - (start[name] ?? 0));
+      if (start) cpuDelta(start, cpuMark(parts), total);
       start = null;
     },
-    perUnit: (units) => cpuMicrosPer({}, total, units),
+    perUnit: (units) => perUnitOf(total, units),
   };
 }
 

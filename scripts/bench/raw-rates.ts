@@ -75,11 +75,9 @@ export interface WriteResult extends Rate {
   batchSize: number;
   /** The probes that chose the concurrency and batch size (a sample of the documents each). */
   probes: Array<{ concurrency: number; batchSize: number; docsPerSec: number }>;
-  /** Seconds the bench process spent generating the documents (included in `seconds`). */
-  generationSeconds: number;
   /**
-   * CPU per document of the full write: the destination emulator, and the bench process less
-   * its generating of the documents (`bench`: what the writing client alone costs).
+   * CPU per document of the full write while it sends (writeRangeRaw): the destination emulator,
+   * and the bench process as `bench` (what the writing client alone costs).
    */
   cpuMicrosPerDoc: CpuMark;
 }
@@ -120,7 +118,6 @@ export async function measureWrite(
     }
   }
   await client.db(scratchDatabase).dropDatabase();
-  const generationSeconds = timeGeneration(spec);
   const r = await writeRangeRaw(client, scratchDatabase, spec, 0, spec.documents, best, parts);
   const cpuMicrosPerDoc = r.cpuMicrosPerDoc;
   if (!keepScratch) await client.db(scratchDatabase).dropDatabase();
@@ -129,7 +126,6 @@ export async function measureWrite(
     concurrency: best.concurrency,
     batchSize: best.batchSize,
     probes,
-    generationSeconds,
     cpuMicrosPerDoc,
   };
 }
@@ -178,15 +174,6 @@ export async function writeRangeRaw(
     cpu.close();
   }
   return { documents, bytes, seconds, cpuMicrosPerDoc: cpu.perUnit(documents) };
-}
-
-/** How long generating the documents alone takes (measured on a sample, scaled). */
-function timeGeneration(spec: DatasetSpec): number {
-  const sample = Math.min(spec.documents, 5_000);
-  const started = process.hrtime.bigint();
-  let generated = 0;
-  for (const batch of batchesOf(spec, 0, sample, 1_000)) generated += batch.documents.length;
-  return generated > 0 ? (secondsSince(started) * spec.documents) / generated : 0;
 }
 
 export interface BareCopyResult extends Rate {

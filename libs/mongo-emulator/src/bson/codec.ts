@@ -45,6 +45,11 @@ export function encodeAnySize(doc: Document): Uint8Array {
 export function encodeOwned(doc: Document): Uint8Array {
   const bytes = encodeAnySize(doc);
   if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength) return bytes;
+  return ownCopy(bytes);
+}
+
+/** A copy of `bytes` in an ArrayBuffer of its own. */
+function ownCopy(bytes: Uint8Array): Buffer {
   const own = new Uint8Array(bytes);
   return Buffer.from(own.buffer, 0, own.byteLength);
 }
@@ -195,9 +200,7 @@ export function storedBytesOf(doc: Document): Uint8Array | undefined {
  */
 export function ownedBytesOf(doc: Document): Uint8Array {
   const known = storedBytesOf(doc);
-  if (!known) return encodeOwned(doc);
-  const own = new Uint8Array(known);
-  return Buffer.from(own.buffer, 0, own.byteLength);
+  return known ? ownCopy(known) : encodeOwned(doc);
 }
 
 /** Deep copy that preserves every BSON type (round trip through the exact codec). */
