@@ -2,11 +2,9 @@ import type { ShardConnections } from './shard-connections';
 import {
   SourceNamespaceChangedError,
   digestDocuments,
-  digestRead,
   uuidHex,
   type ClusterDescription,
   type CollectionInfo,
-  type DigestOptions,
   type DocumentBatch,
   type HistoryWindow,
   type RangeDigest,
@@ -420,11 +418,6 @@ export class MongoSourceCluster implements SourceCluster {
       }
     }
     if (documents.length > 0) yield { documents, bytes };
-  }
-
-  /** Hashes the documents' raw bytes as the server sent them: nothing is decoded. */
-  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    return digestDocuments(this.rawBatches(database, collection, digestRead(options)));
   }
 
   /**

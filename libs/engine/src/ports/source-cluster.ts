@@ -64,7 +64,7 @@ export interface ReadOptions {
   afterClusterTime?: Timestamp;
 }
 
-/** `digest` of one `_id` range: what the embedded verifier compares between the two sides. */
+/** `digestWhole`'s reduction of one collection (see `digestDocuments`). */
 export interface RangeDigest {
   count: number;
   /** Sum of the documents' BSON sizes. */
@@ -74,15 +74,6 @@ export interface RangeDigest {
    * order or numeric type (Int32 vs Double) changes it.
    */
   hash: string;
-}
-
-export interface DigestOptions {
-  /** `_id` range, read with index bounds like `read` (never natural order: both sides sort). */
-  range: IdRange;
-  batchSize?: number;
-  signal?: AbortSignal;
-  /** The collection's UUID (as for `read`): fails instead of hashing another collection. */
-  uuid?: string;
 }
 
 /**
@@ -158,7 +149,9 @@ export interface SourceCluster {
   read(database: string, collection: string, options: ReadOptions): AsyncIterable<DocumentBatch>;
   /**
    * As `read`, documents left as BSON bytes: the copy's bytes-to-bytes path (with
-   * `DestinationCluster.insertRawUnordered`). Optional: without it the copy decodes.
+   * `DestinationCluster.insertRawUnordered`), and the verifier's comparisons (both sides read
+   * with `sortById`, compared byte for byte as the servers sent them). Optional: without it the
+   * copy decodes, and the verifier encodes what it reads again.
    */
   readRaw?(
     database: string,
@@ -166,16 +159,10 @@ export interface SourceCluster {
     options: ReadOptions,
   ): AsyncIterable<RawDocumentBatch>;
   /**
-   * Counts and hashes a range's documents as they stream (memory: one server batch), in `_id`
-   * order. Any cluster can be digested through this port, the destination included (the
-   * verifier sees it through `ClusterDirectory.source`).
-   */
-  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest>;
-  /**
-   * Optional: `digest` of the whole of several collections of one database in ONE read (each
-   * hashed alone, in `_id` order under simple binary comparison, exactly as `digest` would),
-   * in the order given — the verifier's many-small-collections case, where round trips, not
-   * bytes, are the cost. Collections with a default collation are not passed (their `_id`
+   * Optional: the whole of several collections of one database in ONE read, each reduced alone
+   * to its count and a hash of its documents' bytes in `_id` order under simple binary
+   * comparison (`digestDocuments`), in the order given: the verifier's many-small-collections
+   * case, where round trips, not bytes, are the cost. Collections with a default collation are not passed (their `_id`
    * order is the collation's). A batched read cannot name each collection's UUID: a collection
    * replaced meanwhile is caught by its DDL event, which starts its checks over.
    */

@@ -21,7 +21,6 @@ import type { ShardingSnapshot } from '../shards/ownership';
 import {
   SourceNamespaceChangedError,
   type CollectionInfo,
-  type DigestOptions,
   type DocumentBatch,
   type RangeDigest,
   type ReadOptions,
@@ -209,9 +208,11 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     options: ReadOptions,
   ): AsyncIterable<DocumentBatch> {
     const docs = this.rangeDocuments(database, collection, options);
+    // A read in `_id` order is the verifier's (one per range compared); the copy's are counted.
+    if (options.sortById) this.comparisons++;
     for (let i = 0; i < docs.length; i += options.batchSize) {
       if (options.signal?.aborted) return;
-      this.reads++;
+      if (!options.sortById) this.reads++;
       if (this.readDelayMs > 0) await new Promise((r) => setTimeout(r, this.readDelayMs));
       const documents = docs.slice(i, i + options.batchSize);
       const sizes = documents.map((d) => BSON.calculateObjectSize(d));
@@ -231,8 +232,11 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
     this.documentsReadById += found.length;
     return found.map((d) => BSON.serialize(d));
   }
-  /** Digests are counted apart from `reads` (which tests use to see what the copy read). */
-  digests = 0;
+  /**
+   * Ranges read in `_id` order (the verifier's comparisons, one read per range and side),
+   * counted apart from `reads` (which tests use to see what the copy read).
+   */
+  comparisons = 0;
   private rangeDocuments(
     database: string,
     collection: string,
@@ -256,27 +260,19 @@ export class FakeCluster implements SourceCluster, DestinationCluster {
       )
       .sort((a, b) => compareIds(a._id, b._id));
   }
-  async digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    this.digests++;
-    return this.digestOf(database, collection, options);
-  }
-  /** Reads of several whole collections at once (`digestWhole`), counted apart from `digests`. */
+  /** Reads of several whole collections at once (`digestWhole`), counted apart from the rest. */
   batchedDigests = 0;
   /** Off: the cluster cannot digest collections together (a server without `$unionWith`). */
   digestsTogether = true;
   async digestWhole(database: string, collections: string[]): Promise<RangeDigest[]> {
     if (!this.digestsTogether) throw new Error('Unrecognized pipeline stage name: $unionWith');
     this.batchedDigests++;
-    return collections.map((collection) => this.digestOf(database, collection, { range: {} }));
+    return collections.map((collection) => this.digestOf(database, collection));
   }
-  private digestOf(
-    database: string,
-    collection: string,
-    options: { range: ReadOptions['range']; uuid?: string },
-  ): RangeDigest {
+  private digestOf(database: string, collection: string): RangeDigest {
     const hash = createHash('sha256');
     let bytes = 0;
-    const docs = this.rangeDocuments(database, collection, options);
+    const docs = this.rangeDocuments(database, collection, { range: {} });
     for (const doc of docs) {
       const raw = BSON.serialize(doc);
       hash.update(raw);

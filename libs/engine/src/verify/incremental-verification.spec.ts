@@ -123,7 +123,7 @@ describe('incremental verification (ranges checked once, then kept verified by w
   it('the final pass reads only the documents written since they were checked, and passes byte-equal', async () => {
     const s = setup();
     await live(s, () => caughtUp(s));
-    expect(s.src.digests).toBe(4); // every copied range once
+    expect(s.src.comparisons).toBe(4); // every copied range once
     // An application writes; change application applies the writes and reports them.
     for (const id of [3, 30, 31, 99]) {
       s.item(s.src, id).s = `changed ${id}`;
@@ -134,9 +134,9 @@ describe('incremental verification (ranges checked once, then kept verified by w
     s.dst.collection('shop', 'items')!.documents.splice(40, 1);
     s.wrote(40);
     expect(s.verification.status(s.job, false)?.backlog).toMatchObject({ dirtyDocuments: 5 });
-    const digestsBefore = s.src.digests;
+    const before = s.src.comparisons;
     await s.verification.finalPass(s.session, new AbortController().signal);
-    expect(s.src.digests).toBe(digestsBefore); // no range re-read
+    expect(s.src.comparisons).toBe(before); // no range re-read
     expect(s.src.documentsReadById).toBe(4); // 3, 30, 31, 99 (40 is gone on both sides)
     expect(s.verification.status(s.job, true)).toMatchObject({
       phase: 'passed',
@@ -144,6 +144,26 @@ describe('incremental verification (ranges checked once, then kept verified by w
       backlog: { dirtyDocuments: 0, dirtyRanges: 0, uncheckedRanges: 0 },
       finalPass: { mode: 'incremental', rangesRead: 0, documentsRead: 4 },
     });
+  });
+
+  it('a live range check that finds documents different names them in the same read, then re-checks only them', async () => {
+    const s = setup();
+    // Two writes not applied yet: the destination is behind on 10 and 60.
+    s.item(s.src, 10).s = 'changed 10';
+    s.item(s.src, 60).s = 'changed 60';
+    await live(s, () => caughtUp(s));
+    // Every range read once on each side, the two that differ included: no second read to
+    // name their documents.
+    expect([s.src.comparisons, s.dst.comparisons]).toEqual([4, 4]);
+    expect(s.verification.status(s.job, false)?.pendingRecheck).toBe(1);
+    // Applied since: the next checks read those two documents by _id, not their ranges.
+    s.item(s.dst, 10).s = 'changed 10';
+    s.item(s.dst, 60).s = 'changed 60';
+    s.advance(60_000);
+    await live(s, () => s.src.documentsReadById === 2);
+    expect([s.src.comparisons, s.dst.comparisons]).toEqual([4, 4]);
+    await s.verification.finalPass(s.session, new AbortController().signal);
+    expect(s.verification.status(s.job, true)?.phase).toBe('passed');
   });
 
   it('a collection being copied is read only once its partitions are in and copied', async () => {
@@ -160,20 +180,21 @@ describe('incremental verification (ranges checked once, then kept verified by w
     const digests: number[] = [];
     try {
       await new Promise((r) => setTimeout(r, 60));
-      digests.push(s.src.digests); // nothing copied yet: nothing to compare
+      digests.push(s.src.comparisons); // nothing copied yet: nothing to compare
       partitions = planned.map((p) => ({ ...p, status: 'pending' }) as PartitionRecord);
       await new Promise((r) => setTimeout(r, 60));
-      digests.push(s.src.digests);
+      digests.push(s.src.comparisons);
       partitions[0]!.status = 'done'; // the first range's copy landed
       const deadline = Date.now() + 5_000;
-      while (s.src.digests < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      while (s.src.comparisons < 1 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 5));
     } finally {
       controller.abort();
       await running;
     }
     expect(digests).toEqual([0, 0]);
-    expect(s.src.digests).toBe(1);
-    expect(s.dst.digests).toBe(1);
+    expect(s.src.comparisons).toBe(1);
+    expect(s.dst.comparisons).toBe(1);
   });
 
   it('a collection being copied has its metadata compared once its own copy is done, not after the whole copy', async () => {
@@ -223,19 +244,19 @@ describe('incremental verification (ranges checked once, then kept verified by w
   it('follows a catalog record changed in place between live cycles (a rename), and one removed', async () => {
     const s = setup();
     await live(s, () => caughtUp(s));
-    expect(s.src.digests).toBe(4);
+    expect(s.src.comparisons).toBe(4);
     // A rename as the catalog applies it: the same record object, renamed in place.
     for (const cluster of [s.src, s.dst]) cluster.seed('shop', 'renamed', docs(100));
     const record = s.job.namespaces[0]!;
     record.collection = 'renamed';
     const tracker = (s.verification as unknown as { tracker: DirtyTracker }).tracker;
-    await live(s, () => s.src.digests === 8 && caughtUp(s));
+    await live(s, () => s.src.comparisons === 8 && caughtUp(s));
     expect(tracker.get('shop', 'items')).toBeUndefined();
     expect(tracker.get('shop', 'renamed')?.ranges?.every((r) => r.checked)).toBe(true);
     // Dropped from the catalog: no longer followed.
     s.job.namespaces = [];
     await live(s, () => tracker.get('shop', 'renamed') === undefined);
-    expect(s.src.digests).toBe(8);
+    expect(s.src.comparisons).toBe(8);
   });
 
   it('caughtUp waits for the live pass to look at the catalog again: a collection planned and copied between two looks is read first', async () => {
@@ -252,7 +273,7 @@ describe('incremental verification (ranges checked once, then kept verified by w
       const deadline = Date.now() + 5_000;
       while (session.looks() === 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 2));
-      expect(s.src.digests).toBe(0);
+      expect(s.src.comparisons).toBe(0);
       // Planned and copied before the next look (a small collection): the catalog write.
       Object.assign(record, copied);
       session.catalogWritten();
@@ -260,7 +281,7 @@ describe('incremental verification (ranges checked once, then kept verified by w
       while (!caughtUp(s) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
       // Caught up only once every range of it was checked.
       expect(caughtUp(s)).toBe(true);
-      expect(s.src.digests).toBe(4);
+      expect(s.src.comparisons).toBe(4);
     } finally {
       controller.abort();
       await running;
@@ -352,20 +373,18 @@ describe('incremental verification (ranges checked once, then kept verified by w
 
   it('a read that fails transiently is retried in place and progress says so', async () => {
     const s = setup();
-    const digest = s.dst.digest.bind(s.dst);
+    const read = s.dst.read.bind(s.dst);
     let failures = 1;
-    s.dst.digest = async (...args) => {
-      if (failures-- > 0)
+    s.dst.read = (...args) => {
+      if (args[2].sortById && failures-- > 0)
         throw Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' });
-      return digest(...args);
+      return read(...args);
     };
     await s.verification.finalPass(s.session, new AbortController().signal);
     expect(s.verification.status(s.job, true)).toMatchObject({
       phase: 'passed',
       retriedReads: 1,
-      lastRetry: expect.stringContaining(
-        'digest of shop.items on the destination: MongoNetworkError',
-      ),
+      lastRetry: expect.stringContaining('comparison of shop.items: MongoNetworkError'),
     });
   });
 
@@ -373,7 +392,7 @@ describe('incremental verification (ranges checked once, then kept verified by w
     const s = setup({ verification: { enabled: false } });
     s.item(s.dst, 1).s = 'behind the sync';
     await s.verification.finalPass(s.session, new AbortController().signal);
-    expect(s.src.digests).toBe(0);
+    expect(s.src.comparisons).toBe(0);
     expect(caughtUp(s)).toBe(true);
     expect(s.verification.status(s.job, true)).toMatchObject({
       phase: 'disabled',
@@ -451,7 +470,7 @@ describe('many small collections', () => {
     await liveUntilCaughtUp(s);
     expect(s.src.batchedDigests).toBe(3); // 120 collections: 50 + 50 + 20
     expect(s.dst.batchedDigests).toBe(3);
-    expect(s.src.digests).toBe(1); // t7 alone, to name its document
+    expect(s.src.comparisons).toBe(1); // t7 alone, to name its document
     expect(s.verification.status(s.job, false)?.samples).toEqual([
       expect.objectContaining({ namespace: 'tenants.t7', ids: ['{"$numberInt":"1"}'] }),
     ]);
@@ -589,8 +608,8 @@ describe('many small collections', () => {
     s.dst.digestsTogether = false;
     await liveUntilCaughtUp(s);
     expect(s.src.batchedDigests).toBe(1); // the three without a collation, tried together
-    expect(s.src.digests).toBe(4); // the destination could not: each alone, and the collated one
-    expect(s.dst.digests).toBe(4);
+    expect(s.src.comparisons).toBe(4); // the destination could not: each alone, and the collated one
+    expect(s.dst.comparisons).toBe(4);
     expect(s.verification.status(s.job, false)?.samples).toEqual([]);
   });
 });

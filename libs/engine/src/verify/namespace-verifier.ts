@@ -1,7 +1,7 @@
 import type { Document } from 'bson';
 import { documentIdentity } from '../apply/doc-key';
 import type { CollectionInfo, IdRange, SourceCluster } from '../ports/source-cluster';
-import { bytesEqual, diffDocuments, idText, rawEqual, rawId } from './document-diff';
+import { bytesEqual, compareRange, idText, rawEqual, rawId } from './document-diff';
 import { diffIndexes } from './index-diff';
 import { listingByName } from '../catalog/namespace-catalog';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
@@ -14,7 +14,7 @@ export type VerifiableCluster = Pick<
   | 'listIndexes'
   | 'listIndexesMany'
   | 'read'
-  | 'digest'
+  | 'readRaw'
   | 'readByIds'
   | 'digestWhole'
 >;
@@ -222,7 +222,10 @@ export async function checkMetadata(
   return problems;
 }
 
-/** Digests of one range on both sides; on a difference, the `_id`s that explain it. */
+/**
+ * One range compared on both sides (`compareRange`: one read of each); on a difference, the
+ * `_id`s that explain it.
+ */
 export async function checkRange(
   source: VerifiableCluster,
   destination: VerifiableCluster,
@@ -239,50 +242,28 @@ export async function checkRange(
   complete: boolean;
 }> {
   const { database, collection } = target;
-  const signal = options.signal ? { signal: options.signal } : {};
-  const batch = target.batchSize ? { batchSize: target.batchSize } : {};
-  const ns = `${database}.${collection}`;
-  const [s, d] = await Promise.all([
-    retryInPlace(
-      `digest of ${ns} on the source`,
-      () =>
-        source.digest(database, collection, {
-          range,
-          ...signal,
-          ...batch,
-          ...(target.uuid ? { uuid: target.uuid } : {}),
-        }),
-      options.retry,
-      options.signal,
-    ),
-    retryInPlace(
-      `digest of ${ns} on the destination`,
-      () => destination.digest(database, collection, { range, ...signal, ...batch }),
-      options.retry,
-      options.signal,
-    ),
-  ]);
-  const counts = { source: s.count, destination: d.count };
-  if (s.count === d.count && s.hash === d.hash)
-    return { ...counts, ids: [], problems: [], differing: [], complete: true };
   const listed = Math.max(options.maxSamples ?? 5, options.listDifferences ?? 0);
-  const diff = await diffDocuments(source, destination, database, collection, {
-    range,
-    maxDifferences: listed,
-    ...signal,
-    ...(target.uuid ? { uuid: target.uuid } : {}),
-  });
-  const shown = diff.differences.slice(0, options.maxSamples ?? 5);
-  const problems = shown.map((x) => `document _id ${x.id} ${x.problem}`);
-  // Digests taken while writes go on may differ where a second read finds nothing: still a
-  // difference to re-check, never a match.
-  if (problems.length === 0) problems.push('documents changed while they were compared');
+  const compared = await retryInPlace(
+    `comparison of ${database}.${collection}`,
+    () =>
+      compareRange(source, destination, database, collection, {
+        range,
+        maxDifferences: listed,
+        ...(target.batchSize ? { batchSize: target.batchSize } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(target.uuid ? { uuid: target.uuid } : {}),
+      }),
+    options.retry,
+    options.signal,
+  );
+  const shown = compared.differences.slice(0, options.maxSamples ?? 5);
   return {
-    ...counts,
+    source: compared.source,
+    destination: compared.destination,
     ids: shown.map((x) => x.id),
-    problems,
-    differing: diff.differences.map((x) => x.value),
-    complete: diff.differences.length < listed,
+    problems: shown.map((x) => `document _id ${x.id} ${x.problem}`),
+    differing: compared.differences.map((x) => x.value),
+    complete: compared.complete,
   };
 }
 

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { DigestOptions, RangeDigest, ReadOptions } from '../ports/source-cluster';
+import type { RangeDigest } from '../ports/source-cluster';
 
 /**
- * The digest both sides of a comparison are reduced to: SHA-256 over every document's exact BSON
- * bytes in the order given (`_id` order), with their count and total size. One definition for
- * every reader (a cluster adapter, a per-shard worker's share), so equal documents always hash
- * alike.
+ * What `digestWhole` reduces each collection to, on both sides of a comparison: SHA-256 over
+ * every document's exact BSON bytes in the order given (`_id` order), with their count and total
+ * size. One definition for every reader, so equal documents always hash alike.
  */
 export async function digestDocuments(
   batches: AsyncIterable<Uint8Array[]> | Iterable<Uint8Array[]>,
@@ -21,15 +20,4 @@ export async function digestDocuments(
     }
   }
   return { count, bytes, hash: hash.digest('hex') };
-}
-
-/** The read a digest makes: the range in `_id` order (both sides sort alike). */
-export function digestRead(options: DigestOptions): ReadOptions {
-  return {
-    range: options.range,
-    batchSize: options.batchSize ?? 1000,
-    sortById: true,
-    ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.uuid !== undefined ? { uuid: options.uuid } : {}),
-  };
 }

@@ -2,14 +2,12 @@ import { BSON } from 'bson';
 import type { CopyShare } from '../shards/topology';
 import { EXACT, pickTopLevelFields } from '../copy/pick-fields';
 import type {
-  DigestOptions,
   DocumentBatch,
-  RangeDigest,
+  RawDocumentBatch,
   ReadOptions,
   SourceCluster,
 } from '../ports/source-cluster';
 import type { VerifiableCluster } from './namespace-verifier';
-import { digestDocuments, digestRead } from './range-digest';
 
 type Readable = VerifiableCluster & Partial<Pick<SourceCluster, 'readRaw'>>;
 
@@ -20,8 +18,7 @@ type Readable = VerifiableCluster & Partial<Pick<SourceCluster, 'readRaw'>>;
  * left out), so each worker verifies exactly what it copied and applied, and the workers
  * together verify every document once.
  *
- * A digest is computed here over the kept documents' raw bytes in `_id` order, on both sides
- * alike (the inner digest cannot filter); reads and `_id` lookups are filtered as they come.
+ * Reads (raw or decoded) and `_id` lookups are filtered as they come, on both sides alike.
  */
 export class SharedView implements VerifiableCluster {
   constructor(
@@ -54,26 +51,27 @@ export class SharedView implements VerifiableCluster {
     }
   }
 
-  digest(database: string, collection: string, options: DigestOptions): Promise<RangeDigest> {
-    return digestDocuments(this.keptRaw(database, collection, digestRead(options)));
-  }
-
-  /** The kept documents' raw bytes, in `_id` order, a read batch at a time. */
-  private async *keptRaw(
+  /**
+   * The kept documents' raw bytes, a read batch at a time (the verifier compares them). Read
+   * raw where the inner side can; else decoded, tested and encoded again.
+   */
+  async *readRaw(
     database: string,
     collection: string,
-    read: ReadOptions,
-  ): AsyncIterable<Uint8Array[]> {
+    options: ReadOptions,
+  ): AsyncIterable<RawDocumentBatch> {
     const fields = this.share.keepFields;
     if (this.inner.readRaw) {
-      for await (const batch of this.inner.readRaw(database, collection, read)) {
-        yield batch.documents.filter((raw) =>
+      for await (const batch of this.inner.readRaw(database, collection, options)) {
+        const documents = batch.documents.filter((raw) =>
           this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
         );
+        if (documents.length > 0) yield { documents, bytes: sizeOf(documents) };
       }
     } else {
-      for await (const batch of this.read(database, collection, read)) {
-        yield batch.documents.map((doc) => BSON.serialize(doc));
+      for await (const batch of this.read(database, collection, options)) {
+        const documents = batch.documents.map((doc) => BSON.serialize(doc));
+        yield { documents, bytes: sizeOf(documents) };
       }
     }
   }
@@ -91,4 +89,10 @@ export class SharedView implements VerifiableCluster {
       this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
     );
   }
+}
+
+function sizeOf(documents: Uint8Array[]): number {
+  let bytes = 0;
+  for (const raw of documents) bytes += raw.byteLength;
+  return bytes;
 }

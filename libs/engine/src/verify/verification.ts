@@ -403,6 +403,10 @@ export class Verification {
     return this.options.caughtUpMs ?? 10_000;
   }
 
+  private get concurrency(): number {
+    return this.options.concurrency ?? 4;
+  }
+
   private get recheckMs(): number {
     return this.options.recheckMs ?? 5_000;
   }
@@ -447,6 +451,11 @@ export class Verification {
       // Metadata in slices: once a copy of 100,000 small collections ends, every one of them
       // is due at once, and one check would hold a task and a verdict for each until its end.
       const slice = this.options.metadataSlice ?? LIVE_METADATA_SLICE;
+      // While a copy runs, large ranges are read one at a time: the copy's reads and writes go
+      // first. Once no namespace copies, they go `concurrency` at a time like the final pass's
+      // (still behind `yieldTo`): after a copy of large collections, the ranges copied last are
+      // all that holds canCommit, and one at a time each waited for the round trips of the last.
+      const copying = session.job.phase !== 'copied' || (this.followed?.copying.size ?? 0) > 0;
       for (let from = 0; from === 0 || from < metadata.length; from += slice) {
         if (signal.aborted) break;
         await this.check(
@@ -458,6 +467,7 @@ export class Verification {
           signal,
           undefined,
           keepingUp ? yieldTo : undefined,
+          copying ? 1 : this.concurrency,
         );
       }
     }
@@ -672,8 +682,9 @@ export class Verification {
 
   /**
    * One check: the metadata of `metadata` namespaces, the ranges and documents of `work`, as one
-   * pool of tasks (the final pass several at once, the live pass one at a time, yielding to
-   * change application). Each result goes to the tracker; verdicts per namespace.
+   * pool of tasks (the final pass several at once, the live pass one large range at a time while
+   * a copy runs, yielding to change application). Each result goes to the tracker; verdicts per
+   * namespace.
    */
   private async check(
     phase: 'live' | 'final',
@@ -684,6 +695,8 @@ export class Verification {
     signal: AbortSignal,
     figures?: { rangesRead: number; documentsRead: number },
     beforeTask?: () => Promise<void>,
+    /** Large ranges read at once (the final pass: `concurrency`). */
+    heavyConcurrency = this.concurrency,
   ): Promise<NamespaceVerdict[]> {
     const destination = session.destinationReader;
     if (!destination) throw new Error('the destination cannot be read for verification');
@@ -775,9 +788,10 @@ export class Verification {
         this.liveMismatches.set(name, mismatchOf(verdict));
       }
     };
-    // The live pass reads one large range at a time (it shares the clusters with change
-    // application); metadata checks and small collections' ranges — round trips, not bytes —
-    // go several at once beside it. The final pass runs everything `concurrency` at a time.
+    // Large ranges go `heavyConcurrency` at a time (the live pass: one while a copy runs, as
+    // it shares the clusters with it and with change application); in the live pass, metadata
+    // checks and small collections' ranges — round trips, not bytes — go several at once beside
+    // them. The final pass runs everything `concurrency` at a time.
     const tasks: Array<() => Promise<void>> = [];
     const light: Array<() => Promise<void>> = [];
     const add = (name: string, task: () => Promise<void>, small = false) => {
@@ -939,7 +953,7 @@ export class Verification {
       }
     }
     await Promise.all([
-      runPool(tasks, phase === 'final' ? (this.options.concurrency ?? 4) : 1, signal, beforeTask),
+      runPool(tasks, heavyConcurrency, signal, beforeTask),
       runPool(light, LIGHT_CONCURRENCY, signal, beforeTask),
     ]);
     return [...byName.values()].map((e) => e.verdict);
