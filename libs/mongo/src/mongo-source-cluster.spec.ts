@@ -26,6 +26,34 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     await cluster.stop();
   });
 
+  it('readRaw: every document once in _id order, batches bounded by count and by bytes', async () => {
+    const docs = Array.from({ length: 10 }, (_, i) => ({ _id: i, pad: 'x'.repeat(1000) }));
+    await client.db('batches').collection<AnyId>('c').insertMany(docs);
+    const expected = docs.map((d) => Buffer.from(BSON.serialize(d)));
+    const size = expected[0]!.byteLength;
+    const read = async (batchSize: number, maxBatchBytes?: number) => {
+      const batches: Buffer[][] = [];
+      const options = {
+        range: {},
+        batchSize,
+        sortById: true,
+        ...(maxBatchBytes ? { maxBatchBytes } : {}),
+      };
+      for await (const batch of source.readRaw('batches', 'c', options)) {
+        const documents = batch.documents.map((d) => Buffer.from(d));
+        expect(batch.bytes).toBe(documents.reduce((n, d) => n + d.byteLength, 0));
+        batches.push(documents);
+      }
+      expect(batches.flat()).toEqual(expected);
+      return batches.map((b) => b.length);
+    };
+    // Served batches within the bounds go on as served; larger ones are cut.
+    expect(await read(4)).toEqual([4, 4, 2]);
+    // By bytes: a batch ends with the document that reaches the bound.
+    expect(await read(4, 2 * size)).toEqual([2, 2, 2, 2, 2]);
+    expect(await read(100, 3 * size - 1)).toEqual([3, 3, 3, 1]);
+  });
+
   it('names the user writes after the point, not those before it nor internal ones', async () => {
     const users = client.db('app').collection<{ _id: number; v?: number }>('users');
     await users.insertOne({ _id: 1 });

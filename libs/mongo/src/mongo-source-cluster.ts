@@ -406,6 +406,16 @@ export class MongoSourceCluster implements SourceCluster {
     let documents: Uint8Array[] = [];
     let bytes = 0;
     for await (const served of this.rawBatches(database, collection, options)) {
+      // A served batch within both bounds, with nothing held back, goes on as it is: no array
+      // rebuilt a document at a time (the server's batch is asked at `batchSize` already).
+      if (documents.length === 0 && served.length <= options.batchSize) {
+        const servedBytes = sizeOf(served);
+        if (servedBytes < maxBytes || served.length === 1) {
+          if (served.length > 0) yield { documents: served, bytes: servedBytes };
+          if (options.signal?.aborted) return;
+          continue;
+        }
+      }
       for (const buffer of served) {
         documents.push(buffer);
         bytes += buffer.byteLength;
@@ -424,7 +434,7 @@ export class MongoSourceCluster implements SourceCluster {
    * One aggregate for several small collections: the first collection's documents and each
    * other's (`$unionWith`, MongoDB 4.4+), every document wrapped as `{n, d: $$ROOT}` and sorted
    * by collection then `_id` under simple comparison (MongoDB leaves a union's order open),
-   * read raw: `d` is each document's exact bytes, hashed per collection as `digest` hashes.
+   * read raw: `d` is each document's exact bytes, hashed per collection (`digestDocuments`).
    */
   async digestWhole(
     database: string,
@@ -581,4 +591,10 @@ function unionOfEach(collections: string[], of: (n: number) => Document[]): Docu
     pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
   });
   return pipeline;
+}
+
+function sizeOf(documents: Uint8Array[]): number {
+  let bytes = 0;
+  for (const document of documents) bytes += document.byteLength;
+  return bytes;
 }

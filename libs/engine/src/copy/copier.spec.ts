@@ -335,15 +335,19 @@ describe('GroupCommit', () => {
 describe('InsertBatcher', () => {
   it('bounds batches by bytes and by count; an oversized document goes alone', () => {
     const b = new InsertBatcher({ maxBytes: 100, maxDocuments: 3 });
-    expect(b.push({ a: 1 }, 40)).toEqual([]);
-    expect(b.push({ a: 2 }, 40)).toEqual([]);
-    expect(b.push({ a: 3 }, 40)).toEqual([{ documents: [{ a: 1 }, { a: 2 }], bytes: 80 }]);
-    expect(b.push({ a: 4 }, 500)).toEqual([
+    /** What pushing one document hands back to be written, in order. */
+    const push = (document: object, size: number) =>
+      [b.makeRoom(size), b.add(document, size)].filter((batch) => batch !== null);
+    expect(push({ a: 1 }, 40)).toEqual([]);
+    expect(push({ a: 2 }, 40)).toEqual([]);
+    expect(push({ a: 3 }, 40)).toEqual([{ documents: [{ a: 1 }, { a: 2 }], bytes: 80 }]);
+    expect(push({ a: 4 }, 500)).toEqual([
       { documents: [{ a: 3 }], bytes: 40 },
       { documents: [{ a: 4 }], bytes: 500 },
     ]);
-    expect(b.push({ a: 5 }, 1)).toEqual([]);
-    expect(b.push({ a: 6 }, 1)).toEqual([]);
-    expect(b.push({ a: 7 }, 1)).toEqual([{ documents: [{ a: 5 }, { a: 6 }, { a: 7 }], bytes: 3 }]);
+    expect(push({ a: 5 }, 1)).toEqual([]);
+    expect(push({ a: 6 }, 1)).toEqual([]);
+    expect(push({ a: 7 }, 1)).toEqual([{ documents: [{ a: 5 }, { a: 6 }, { a: 7 }], bytes: 3 }]);
+    expect(b.pending).toBe(0);
   });
 });

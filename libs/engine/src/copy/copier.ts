@@ -337,7 +337,11 @@ export class Copier {
           if (target.keep && !target.keep(path.decode(doc, target.keepFields))) continue;
           kept += 1;
           keptBytes += batch.sizes[i]!;
-          for (const full of batcher.push(doc, batch.sizes[i]!)) await write(full);
+          const size = batch.sizes[i]!;
+          const before = batcher.makeRoom(size);
+          if (before) await write(before);
+          const filled = batcher.add(doc, size);
+          if (filled) await write(filled);
         }
         if (keptBytes < batch.bytes) {
           // Documents of other shards are never written: their budget is free at once.
