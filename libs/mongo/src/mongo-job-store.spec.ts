@@ -239,7 +239,7 @@ describe('MongoJobStore: the catalog as versioned records', () => {
       await clean.saveJob(job(second, 'second'));
       const sequence = [...writes];
       const switchAt = sequence.indexOf('update jobs');
-      expect(sequence.slice(0, switchAt)).toEqual(Array(3).fill('update catalog'));
+      expect(sequence.slice(0, switchAt)).toEqual(Array(3).fill('insert catalog'));
       expect(sequence.slice(switchAt + 1)).toEqual(Array(2).fill('delete catalog'));
 
       for (let k = 0; k < sequence.length; k++) {
@@ -296,14 +296,15 @@ describe('MongoJobStore: the catalog as versioned records', () => {
     }).connect();
     // What the job document's switch starts after: every partition write has been answered.
     const events: string[] = [];
+    const counted = new Set(['insert', 'update']);
     crashing.on('commandStarted', (e) => {
-      if (e.commandName === 'update') events.push(`started ${e.command.update}`);
+      if (counted.has(e.commandName)) events.push(`started ${e.command[e.commandName]}`);
     });
     crashing.on('commandSucceeded', (e) => {
-      if (e.commandName === 'update') events.push(`answered ${e.commandName}`);
+      if (counted.has(e.commandName)) events.push(`answered ${e.commandName}`);
     });
     crashing.on('commandFailed', (e) => {
-      if (e.commandName === 'update') events.push(`failed ${e.commandName}`);
+      if (counted.has(e.commandName)) events.push(`failed ${e.commandName}`);
     });
     const failFrom = (k: number | 'off') =>
       client.db('admin').command({
@@ -350,7 +351,7 @@ describe('MongoJobStore: the catalog as versioned records', () => {
         configureFailPoint: 'failCommand',
         mode: { times: 1 },
         data: {
-          failCommands: ['update'],
+          failCommands: ['insert'],
           blockConnection: true,
           blockTimeMS: 300,
           appName: 'crashing-start',
@@ -362,6 +363,31 @@ describe('MongoJobStore: the catalog as versioned records', () => {
       const before = events.slice(0, switched);
       expect(before.filter((e) => e.startsWith('started')).length).toBe(
         before.filter((e) => !e.startsWith('started')).length,
+      );
+
+      // A store that died at its switch left the records and partitions it wrote; a restarted
+      // one saves the same start again: what exists is replaced (the fenced upsert), the rest
+      // inserted, and the job shows every partition.
+      await client.db(INTERNAL_DATABASE).dropDatabase();
+      await client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: 'alwaysOn',
+        data: { failCommands: ['update'], errorCode: 2, appName: 'crashing-start' },
+      });
+      await expect(new MongoJobStore(crashing, 'w').saveJob(started, partitions)).rejects.toThrow();
+      await failFrom('off');
+      expect(await client.db(INTERNAL_DATABASE).collection('partitions').countDocuments()).toBe(
+        partitions.length,
+      );
+      events.length = 0;
+      const restarted = new MongoJobStore(crashing, 'w');
+      expect(await restarted.load()).toBeNull();
+      await restarted.saveJob(started, partitions);
+      // Every partition was sent as an insert first, then replaced: its 1,500 existed.
+      expect(events.filter((e) => e === 'started partitions')).toHaveLength(4);
+      const loaded = await new MongoJobStore(client, 'w').load();
+      expect(loaded!.partitions.map((p) => p._id).sort()).toEqual(
+        partitions.map((p) => p._id).sort(),
       );
     } finally {
       await failFrom('off').catch(() => undefined);
