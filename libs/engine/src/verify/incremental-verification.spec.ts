@@ -166,6 +166,22 @@ describe('incremental verification (ranges checked once, then kept verified by w
     expect(s.verification.status(s.job, true)?.phase).toBe('passed');
   });
 
+  it('live cycles start a tick apart: one that read for longer is followed at once', async () => {
+    const s = setup();
+    const { verification, pauses, advance } = pausingVerifier({ recheckMs: 5_000 });
+    s.verification = verification;
+    // Every range read takes 200 ms of the clock: the first cycle reads the 4 ranges, 800 ms.
+    const read = s.src.read.bind(s.src);
+    s.src.read = (...args) => {
+      if (args[2].sortById) advance(200);
+      return read(...args);
+    };
+    await live(s, () => pauses.length >= 3);
+    // After the reading cycle, no pause but the bookkeeping's share; after idle ones, the tick.
+    expect(pauses[0]).toBeLessThan(100);
+    expect(pauses.slice(1, 3)).toEqual([500, 500]);
+  });
+
   it('a collection being copied is read only once its partitions are in and copied', async () => {
     const s = setup();
     const record = s.job.namespaces[0]!;
@@ -436,6 +452,18 @@ function smallCollections(n: number, options: (i: number) => Document = () => ({
 }
 
 /** A verifier on a clock that each of its sleeps moves on (the live pass runs at full speed). */
+/** As `verifier`, also recording every pause the live pass asks the clock for. */
+function pausingVerifier(options: Partial<VerificationOptions> = {}) {
+  let now = 0;
+  const pauses: number[] = [];
+  const clock: Clock = {
+    now: () => now,
+    sleep: (ms, signal) => (pauses.push(ms), (now += ms), systemClock.sleep(2, signal)),
+  };
+  const verification = new Verification({ logger, clock, caughtUpMs: 5_000, ...options });
+  return { verification, pauses, advance: (ms: number) => (now += ms) };
+}
+
 function verifier(options: Partial<VerificationOptions> = {}) {
   let now = 0;
   const clock: Clock = {

@@ -376,6 +376,7 @@ export class Verification {
     let failures = 0;
     try {
       while (!signal.aborted) {
+        const began = this.options.clock.now();
         try {
           await this.liveCycle(current(), signal, yieldTo);
           failures = 0;
@@ -386,12 +387,16 @@ export class Verification {
             error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
           });
         }
-        // A cycle's bookkeeping walks the unsettled namespaces (all of them after a catalog
-        // write): the pause grows with its cost, so the live pass keeps to ~1/11 of a core.
+        // Cycles start a tick apart: one that read for longer (a large range) is followed at
+        // once, as what it waited for (the catalog, writes since) is due by then — after a copy,
+        // a tick more after its last range was a tick more before canCommit. A cycle's
+        // bookkeeping walks the unsettled namespaces (all of them after a catalog write): the
+        // pause grows with its cost, so the live pass keeps to ~1/11 of a core.
+        const elapsed = this.options.clock.now() - began;
         const pause =
           failures > 0
             ? Math.min(60_000, this.recheckMs * 2 ** failures)
-            : Math.max(tick, LIVE_BOOKKEEPING_RATIO * this.lastBookkeepingMs);
+            : Math.max(tick - elapsed, LIVE_BOOKKEEPING_RATIO * this.lastBookkeepingMs);
         await this.options.clock.sleep(pause, signal).catch(() => undefined);
       }
     } finally {
