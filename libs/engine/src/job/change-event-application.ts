@@ -32,12 +32,17 @@ export interface ChangeEventApplicationOptions {
 
 /**
  * The ChangeApplier plugged into the job: the catalog's router and the start point come from
- * the job; the lag is the source's latest cluster time (polled) minus the applied position, which
- * includes idle high-water marks, so a quiet source shows ~0 rather than a growing number.
+ * the job; the lag is the source's latest cluster time (polled) minus the applied position as it
+ * is when asked, which includes idle high-water marks, so a quiet source shows ~0 rather than a
+ * growing number. (Taken at the poll instead, a lag stayed up to a poll interval behind what was
+ * applied: after a copy, the live verifier — which waits for a lag ≤ 1 s — waited ~1 s more.)
  */
 export class ChangeEventApplication implements ChangeApplication {
   private applier: ChangeApplier | null = null;
-  private lag: number | null = null;
+  /** The source's cluster time at the last poll. */
+  private latest: Timestamp | null = null;
+  /** Every event up to the commit point is applied (`waitUntilApplied`): 0 until the next poll. */
+  private drained = false;
 
   constructor(private readonly options: ChangeEventApplicationOptions) {}
 
@@ -61,8 +66,8 @@ export class ChangeEventApplication implements ChangeApplication {
     const poller = (async () => {
       while (!stop.aborted) {
         try {
-          const latest = await ctx.source.clusterTime();
-          this.lag = applier.lagSeconds(latest);
+          this.latest = await ctx.source.clusterTime();
+          this.drained = false;
         } catch (error) {
           ctx.logger.debug('reading the source cluster time for the lag failed', {
             error: error instanceof Error ? error.message : String(error),
@@ -82,16 +87,21 @@ export class ChangeEventApplication implements ChangeApplication {
   status(): ChangeApplicationStatus {
     const stats = this.applier?.stats();
     const limit = this.options.commitLagLimitSeconds ?? COMMIT_LAG_LIMIT_SECONDS;
+    const lag = this.drained
+      ? 0
+      : this.applier && this.latest
+        ? this.applier.lagSeconds(this.latest)
+        : null;
     return {
-      lagTimeSeconds: this.lag,
+      lagTimeSeconds: lag,
       totalEventsApplied: stats?.totalEventsApplied ?? 0,
-      readyToCommit: stats?.running === true && this.lag !== null && this.lag <= limit,
+      readyToCommit: stats?.running === true && lag !== null && lag <= limit,
     };
   }
 
   async waitUntilApplied(point: Timestamp, signal?: AbortSignal): Promise<void> {
     if (!this.applier) throw new ApplyError('change application has not started', true);
     await this.applier.waitUntilApplied(point, signal);
-    this.lag = 0;
+    this.drained = true;
   }
 }
