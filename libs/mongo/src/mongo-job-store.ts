@@ -260,7 +260,8 @@ export class MongoJobStore implements JobStore {
    * against 51 µs a record, 100,000 records in bulks of 1,000), and a first save of many
    * namespaces is ~200,000 of them. One that exists (left by a save that failed before its
    * switch, or stamped by a newer epoch) gets the fenced upsert, as every one did before: the
-   * same outcome, a duplicate key on the fenced upsert meaning a newer epoch holds it.
+   * same outcome, a duplicate key on the fenced upsert meaning a newer epoch holds it. A slice
+   * whose insert failed otherwise is written by fenced upserts whole.
    */
   private async insertElseReplace(
     name: 'catalog' | 'partitions',
@@ -274,9 +275,11 @@ export class MongoJobStore implements JobStore {
       await collection.insertMany(documents as never[], { ordered: false });
       return;
     } catch (error) {
+      // Refused as duplicates only: those are replaced. Any other failure (a transient fault
+      // on the insert, a write concern error): the whole slice goes the upsert way, as it did
+      // before inserts were tried — an insert is only the faster way to the same documents.
       const duplicates = duplicatesOnly(error);
-      if (!duplicates) throw error;
-      existing = duplicates.map((index) => documents[index]!);
+      existing = duplicates ? duplicates.map((index) => documents[index]!) : documents;
     }
     await this.write(what, epoch, () =>
       collection.bulkWrite(
