@@ -16,6 +16,7 @@ import { BSON, type Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import { CLAIM_EPOCH, Fencing, isDuplicateKey } from './claim-fencing';
 import { EXACT_BSON, toNumber } from './exact-bson';
+import { writeErrorLabels } from './fault-labelling';
 
 /** Records per bulk write of the store, and bulks in flight at once (independent writes only). */
 const STORE_BULK = 1000;
@@ -516,7 +517,8 @@ function duplicatesOnly(error: unknown): number[] | null {
   }>;
   const indexes: number[] = [];
   for (const w of list) {
-    if (!w || typeof w.index !== 'number' || !isDuplicateKey({ writeErrors: [w] })) return null;
+    if (!w || typeof w.index !== 'number' || !writeErrorLabels(w.code).has('duplicateKey'))
+      return null;
     indexes.push(w.index);
   }
   return indexes.length > 0 ? indexes : null;

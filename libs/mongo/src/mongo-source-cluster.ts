@@ -2,6 +2,7 @@ import type { ShardConnections } from './shard-connections';
 import {
   SourceNamespaceChangedError,
   digestDocuments,
+  rawDocumentBatch,
   uuidHex,
   type ClusterDescription,
   type CollectionInfo,
@@ -409,9 +410,9 @@ export class MongoSourceCluster implements SourceCluster {
       // A served batch within both bounds, with nothing held back, goes on as it is: no array
       // rebuilt a document at a time (the server's batch is asked at `batchSize` already).
       if (documents.length === 0 && served.length <= options.batchSize) {
-        const servedBytes = sizeOf(served);
-        if (servedBytes < maxBytes || served.length === 1) {
-          if (served.length > 0) yield { documents: served, bytes: servedBytes };
+        const whole = rawDocumentBatch(served);
+        if (whole.bytes < maxBytes || served.length === 1) {
+          if (served.length > 0) yield whole;
           if (options.signal?.aborted) return;
           continue;
         }
@@ -591,10 +592,4 @@ function unionOfEach(collections: string[], of: (n: number) => Document[]): Docu
     pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
   });
   return pipeline;
-}
-
-function sizeOf(documents: Uint8Array[]): number {
-  let bytes = 0;
-  for (const document of documents) bytes += document.byteLength;
-  return bytes;
 }

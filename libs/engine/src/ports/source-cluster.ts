@@ -39,6 +39,13 @@ export interface RawDocumentBatch {
   bytes: number;
 }
 
+/** A raw batch of `documents`, their byte lengths summed. */
+export function rawDocumentBatch(documents: Uint8Array[]): RawDocumentBatch {
+  let bytes = 0;
+  for (const document of documents) bytes += document.byteLength;
+  return { documents, bytes };
+}
+
 export interface ReadOptions {
   /** `_id` range (read with index bounds, which are not type-bracketed) or natural order. */
   range: IdRange | 'natural';

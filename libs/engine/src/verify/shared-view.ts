@@ -1,11 +1,12 @@
 import { BSON } from 'bson';
 import type { CopyShare } from '../shards/topology';
 import { EXACT, pickTopLevelFields } from '../copy/pick-fields';
-import type {
-  DocumentBatch,
-  RawDocumentBatch,
-  ReadOptions,
-  SourceCluster,
+import {
+  rawDocumentBatch,
+  type DocumentBatch,
+  type RawDocumentBatch,
+  type ReadOptions,
+  type SourceCluster,
 } from '../ports/source-cluster';
 import type { VerifiableCluster } from './namespace-verifier';
 
@@ -66,12 +67,11 @@ export class SharedView implements VerifiableCluster {
         const documents = batch.documents.filter((raw) =>
           this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
         );
-        if (documents.length > 0) yield { documents, bytes: sizeOf(documents) };
+        if (documents.length > 0) yield rawDocumentBatch(documents);
       }
     } else {
       for await (const batch of this.read(database, collection, options)) {
-        const documents = batch.documents.map((doc) => BSON.serialize(doc));
-        yield { documents, bytes: sizeOf(documents) };
+        yield rawDocumentBatch(batch.documents.map((doc) => BSON.serialize(doc)));
       }
     }
   }
@@ -89,10 +89,4 @@ export class SharedView implements VerifiableCluster {
       this.share.keep(fields ? pickTopLevelFields(raw, fields) : BSON.deserialize(raw, EXACT)),
     );
   }
-}
-
-function sizeOf(documents: Uint8Array[]): number {
-  let bytes = 0;
-  for (const raw of documents) bytes += raw.byteLength;
-  return bytes;
 }
