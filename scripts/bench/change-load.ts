@@ -15,8 +15,16 @@ const TICK_MS = 100;
 const PROBE_MS = 100;
 const MAX_TICKS_IN_FLIGHT = 4;
 const LOAD_WRITER = resolve(__dirname, 'load-writer.js');
-/** `_id` range of each writer process's inserts (LOAD_ID_BASE + k × this). */
+/** `_id` range of each writer process's inserts (its load's base + k × this). */
 const WRITER_ID_SPAN = 10_000_000_000;
+/**
+ * `_id` range of each load this process runs ((d), (d'), the peer's): a load leaves documents it
+ * inserted and has not deleted yet, so the next load must not plan the same `_id`s (they were
+ * duplicate keys, failing a quick bench whenever (d') reached (d)'s leftovers). The mix of (h)
+ * plans from LOAD_ID_BASE itself, below every load's range.
+ */
+const LOAD_REGION_SPAN = 200_000_000_000;
+let loadsStarted = 0;
 
 export interface StepResult {
   targetOpsPerSec: number;
@@ -123,10 +131,11 @@ export async function measureChangeApplication(
     options.transactional !== true && options.sourceUri !== undefined
       ? Math.max(1, options.loadWriters ?? 1)
       : 1;
+  const idBase = LOAD_ID_BASE + ++loadsStarted * LOAD_REGION_SPAN;
   const load =
     writers > 1
-      ? await WriterPool.start(options.sourceUri!, spec, writers)
-      : new LoadGenerator(source, spec, options.transactional === true);
+      ? await WriterPool.start(options.sourceUri!, spec, writers, idBase)
+      : new LoadGenerator(source, spec, idBase, options.transactional === true);
   const probe = new LagProbe(source, destination);
   await probe.init();
   const steps: StepResult[] = [];
@@ -234,16 +243,22 @@ async function runStep(
   let inFlight = 0;
   const pending = new Set<Promise<void>>();
   let nextWatch = started;
-  while (Date.now() < end) {
+  let failure: unknown = null;
+  while (Date.now() < end && failure === null) {
     const due = Math.floor((target * (Date.now() - started)) / 1000) - issued;
     if (due > 0 && inFlight < MAX_TICKS_IN_FLIGHT) {
       const count = Math.min(due, Math.ceil((target * TICK_MS * 2) / 1000));
       issued += count;
       inFlight += 1;
-      const write = load.issue(count).finally(() => {
-        inFlight -= 1;
-        pending.delete(write);
-      });
+      const write = load
+        .issue(count)
+        .catch((error: unknown) => {
+          failure ??= error; // surfaced after the window (never an unhandled rejection)
+        })
+        .finally(() => {
+          inFlight -= 1;
+          pending.delete(write);
+        });
       pending.add(write);
     }
     if (Date.now() >= nextWatch) {
@@ -255,6 +270,7 @@ async function runStep(
   await Promise.all(pending);
   const elapsed = (Date.now() - started) / 1000;
   probe.stop();
+  if (failure !== null) throw failure instanceof Error ? failure : new Error(String(failure));
   const lastProbe = probe.nextSeq - 1;
   const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
   const done = {
@@ -296,10 +312,11 @@ class LoadGenerator implements Load {
   constructor(
     private readonly client: MongoClient,
     private readonly spec: DatasetSpec,
+    idBase: number,
     /** Each call's writes in one transaction (all collections), instead of parallel bulks. */
     private readonly transactional = false,
   ) {
-    this.planner = new MixPlanner(spec);
+    this.planner = new MixPlanner(spec, undefined, idBase);
   }
 
   async issue(count: number): Promise<void> {
@@ -363,7 +380,14 @@ class WriterPool implements Load {
     }
   }
 
-  static async start(uri: string, spec: DatasetSpec, n: number): Promise<WriterPool> {
+  static async start(
+    uri: string,
+    spec: DatasetSpec,
+    n: number,
+    idBase: number,
+  ): Promise<WriterPool> {
+    if (n * WRITER_ID_SPAN > LOAD_REGION_SPAN)
+      throw new Error(`at most ${LOAD_REGION_SPAN / WRITER_ID_SPAN} load writers`);
     const writers = Array.from({ length: n }, () =>
       fork(LOAD_WRITER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
     );
@@ -377,7 +401,7 @@ class WriterPool implements Load {
               if (m.ready) ready();
             });
             const init: WriterInit = {
-              init: { uri, spec, seed: 1_000 + k, idBase: LOAD_ID_BASE + k * WRITER_ID_SPAN },
+              init: { uri, spec, seed: 1_000 + k, idBase: idBase + k * WRITER_ID_SPAN },
             };
             w.send(init);
           }),
