@@ -129,6 +129,49 @@ describe('MongoSourceCluster (emulator, real driver)', () => {
     expect((await source.digestWhole('tenants', ['b']))[0]!.hash).not.toBe(typed[0]!.hash);
   });
 
+  it("reads several small collections' documents in one aggregate, byte for byte, with each name's UUID after the read", async () => {
+    const db = client.db('copied_together');
+    // Every BSON type that a re-encoding could change, in a chosen field order.
+    await db.collection<AnyId>('b').insertMany([
+      { _id: 2, z: new Double(1), a: new Int32(1), l: Long.fromNumber(5), n: -0 },
+      { _id: 'x', nested: { y: [new Double(0.5), null] } },
+    ]);
+    await db.collection<AnyId>('a').insertOne({ _id: 1, v: 'a' });
+    await db.createCollection('empty');
+    const names = ['b', 'a', 'missing', 'empty'];
+    const status = () => client.db('admin').command({ serverStatus: 1 });
+    const count = async (name: string) =>
+      Number((await status()).metrics.commands[name]?.total ?? 0);
+    const [aggregates, finds] = [await count('aggregate'), await count('find')];
+    const after = await source.clusterTime();
+    const read = await source.readWholeMany('copied_together', names, {
+      maxBytes: 1024 * 1024,
+      afterClusterTime: after,
+    });
+    expect((await count('aggregate')) - aggregates).toBe(1);
+    expect((await count('find')) - finds).toBe(0);
+    const listed = await source.listCollections('copied_together');
+    const uuidOf = (name: string) => listed.find((c) => c.name === name)?.uuid ?? null;
+    expect(read!.uuids).toEqual([uuidOf('b'), uuidOf('a'), null, uuidOf('empty')]);
+    expect(read!.uuids[0]).toMatch(/^[0-9a-f]{32}$/);
+    // Each collection's documents are the bytes a read alone returns.
+    for (const [i, name] of names.entries()) {
+      const alone: Buffer[] = [];
+      for await (const batch of source.readRaw('copied_together', name, {
+        range: {},
+        batchSize: 100,
+      }))
+        alone.push(...batch.documents.map((d) => Buffer.from(d)));
+      const together = read!.documents[i]!.map((d) => Buffer.from(d));
+      expect(together.map((d) => d.toString('hex')).sort()).toEqual(
+        alone.map((d) => d.toString('hex')).sort(),
+      );
+    }
+    expect(read!.documents.map((d) => d.length)).toEqual([2, 1, 0, 0]);
+    // More than maxBytes: null (the caller reads each alone).
+    expect(await source.readWholeMany('copied_together', ['b', 'a'], { maxBytes: 10 })).toBeNull();
+  });
+
   it("lists several collections' indexes in one aggregate, exactly as listIndexes does", async () => {
     const db = client.db('indexed');
     await db.collection<AnyId>('a').insertOne({ _id: 1 });

@@ -9,6 +9,7 @@ import {
   type DocumentBatch,
   type HistoryWindow,
   type RangeDigest,
+  type WholeCollections,
   type RawDocumentBatch,
   type ReadOptions,
   type ShardingSnapshot,
@@ -443,34 +444,87 @@ export class MongoSourceCluster implements SourceCluster {
     options: { signal?: AbortSignal } = {},
   ): Promise<RangeDigest[]> {
     if (collections.length === 0) return [];
+    const documents = await this.readTogether(database, collections, {
+      sortById: true,
+      readConcern: { level: 'majority' },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return Promise.all(documents!.map((list) => digestDocuments([list])));
+  }
+
+  /**
+   * The copy's read of many small collections: all of them in one aggregate (as `digestWhole`,
+   * unsorted: the copy's inserts are unordered), majority, causally after `afterClusterTime`;
+   * then ONE `listCollections` of their names gives the UUID each name has now, after the read.
+   * A name whose UUID is not the catalog's was replaced (renamed, dropped, swapped) around the
+   * read: the caller discards what was read under it and reads that collection alone, by UUID.
+   */
+  async readWholeMany(
+    database: string,
+    collections: string[],
+    options: { maxBytes: number; afterClusterTime?: Timestamp; signal?: AbortSignal },
+  ): Promise<WholeCollections | null> {
+    if (collections.length === 0) return { documents: [], uuids: [] };
+    const documents = await this.readTogether(database, collections, {
+      sortById: false,
+      readConcern: options.afterClusterTime
+        ? { level: 'majority', afterClusterTime: options.afterClusterTime }
+        : { level: 'majority' },
+      maxBytes: options.maxBytes,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (!documents) return null;
+    const listed = await this.client
+      .db(database)
+      .listCollections({ name: { $in: collections } }, { ...EXACT_BSON, nameOnly: false })
+      .toArray();
+    const uuids = new Map<string, string>();
+    for (const info of listed) {
+      const uuid = uuidHex((info as { info?: { uuid?: unknown } }).info?.uuid);
+      if (info.type === 'collection' && uuid !== undefined) uuids.set(info.name, uuid);
+    }
+    return { documents, uuids: collections.map((c) => uuids.get(c) ?? null) };
+  }
+
+  /**
+   * Every document of `collections` (one database) in one aggregate, each wrapped as
+   * `{n, d: $$ROOT}` (`n` its collection's position) and read raw: `d` comes back as the
+   * document's own bytes. Null once more than `maxBytes` arrived (the read is closed).
+   */
+  private async readTogether(
+    database: string,
+    collections: string[],
+    options: { sortById: boolean; readConcern: Document; maxBytes?: number; signal?: AbortSignal },
+  ): Promise<Uint8Array[][] | null> {
     const pipeline = unionOfEach(collections, (n) => [
       { $replaceWith: { n: new Int32(n), d: '$$ROOT' } },
     ]);
-    pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
+    if (options.sortById) pipeline.push({ $sort: { n: 1, 'd._id': 1 } });
     const documents: Uint8Array[][] = collections.map(() => []);
     const cursor = rawDocumentCursor(this.client.db(database), {
       aggregate: collections[0],
       pipeline,
       cursor: {},
       collation: { locale: 'simple' },
-      readConcern: { level: 'majority' },
+      readConcern: options.readConcern,
     });
+    let bytes = 0;
     try {
       while (await cursor.hasNext()) {
         for (const raw of readRawBuffered(cursor)) {
-          // `raw`: an embedded document comes back as its own bytes, undecoded.
-          const { n, d } = BSON.deserialize(raw, { raw: true }) as { n: number; d: Uint8Array };
+          const { n, d } = untag(raw);
           const list = documents[n];
-          if (!list)
-            throw new Error(`digestWhole: a document tagged ${n} of ${collections.length}`);
+          if (!list) throw new Error(`a document tagged ${n} of ${collections.length} collections`);
           list.push(d);
+          bytes += d.byteLength;
         }
+        if (options.maxBytes !== undefined && bytes > options.maxBytes) return null;
         if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
       }
     } finally {
       await cursor.close().catch(() => undefined);
     }
-    return Promise.all(documents.map((list) => digestDocuments([list])));
+    return documents;
   }
 
   /**
@@ -592,4 +646,28 @@ function unionOfEach(collections: string[], of: (n: number) => Document[]): Docu
     pipeline.push({ $unionWith: { coll, pipeline: of(i + 1) } });
   });
   return pipeline;
+}
+
+/**
+ * `{n: <int32>, d: <document>}` as `readTogether`'s pipeline writes it: `d`'s bytes, a view of
+ * `raw`. Read in place when the fields come as written (the server keeps a `$replaceWith`'s
+ * field order); anything else is decoded.
+ */
+function untag(raw: Uint8Array): { n: number; d: Uint8Array } {
+  // int32 size | 0x10 'n' 0x00 int32 | 0x03 'd' 0x00 <document> | 0x00
+  if (
+    raw.byteLength >= 19 &&
+    raw[4] === 0x10 &&
+    raw[5] === 0x6e &&
+    raw[6] === 0x00 &&
+    raw[11] === 0x03 &&
+    raw[12] === 0x64 &&
+    raw[13] === 0x00
+  ) {
+    const n = raw[7]! | (raw[8]! << 8) | (raw[9]! << 16) | (raw[10]! << 24);
+    const size = raw[14]! | (raw[15]! << 8) | (raw[16]! << 16) | (raw[17]! << 24);
+    if (size >= 5 && 14 + size === raw.byteLength - 1) return { n, d: raw.subarray(14, 14 + size) };
+  }
+  // `raw`: an embedded document comes back as its own bytes, undecoded.
+  return BSON.deserialize(raw, { raw: true }) as { n: number; d: Uint8Array };
 }

@@ -14,6 +14,7 @@ import { labelFault } from '../faults/fault-labels';
 import { worthRunningAgain } from '../faults/transient';
 import type { CopyTally } from './copy-tally';
 import { InsertBatcher, type WriteBatch } from './insert-batcher';
+import { DEFAULT_GROUP_READS, GroupReads, type GroupReadOptions } from './group-reads';
 
 export interface CopierOptions {
   /** Partitions copied at the same time. */
@@ -45,6 +46,11 @@ export interface CopierOptions {
   raw?: boolean;
   /** Transient failures of one write batch are retried in place (see retryInPlace). */
   retry?: InPlaceRetryOptions;
+  /**
+   * Small whole collections read several at once (`SourceCluster.readWholeMany`, raw path
+   * only); `collections: 1` reads each alone. Unset values keep DEFAULT_GROUP_READS.
+   */
+  groupReads?: Partial<GroupReadOptions>;
 }
 
 /** One read batch as the copy loop sees it, whichever path produced it. */
@@ -93,6 +99,11 @@ export interface CopyTarget {
   estimatedBytes?: number;
   /** Keeps only the documents this worker owns (a per-shard sync); absent: all. */
   keep?: (doc: Document) => boolean;
+  /**
+   * A plain collection (no view, no time series) read whole by this worker: a small one may be
+   * read together with others of its database (`readWholeMany`).
+   */
+  whole?: boolean;
   /**
    * The top-level fields `keep` reads (a shard key's): a raw copy decodes only those of each
    * document. Absent: `keep` gets the whole document.
@@ -151,6 +162,17 @@ export class Copier {
     // Large partitions take one of `concurrency` slots (a semaphore of one unit each); small
     // ones only a lane.
     const large = new ByteBudget(concurrency);
+    const raw = this.rawPath();
+    const together =
+      raw && this.source.readWholeMany && (this.options.groupReads?.collections ?? 2) > 1
+        ? new GroupReads(
+            this.source,
+            queue.map((partition) => ({ partition, target: this.targets.resolve(partition) })),
+            this.logger,
+            this.afterClusterTime,
+            { ...DEFAULT_GROUP_READS, ...this.options.groupReads },
+          )
+        : null;
     const group = new GroupCommit<{ id: string; bytes: number; documents: number }>((done) =>
       this.store.markPartitionsDone
         ? this.store.markPartitionsDone(done)
@@ -183,7 +205,7 @@ export class Copier {
         try {
           if (big) await large.acquire(1, stop);
           try {
-            await this.copyPartition(partition, stop, marks);
+            await this.copyPartition(partition, stop, marks, together);
           } finally {
             if (big) large.release(1);
           }
@@ -212,11 +234,16 @@ export class Copier {
     partition: PartitionRecord,
     signal: AbortSignal,
     marks: Marks,
+    together: GroupReads | null,
   ): Promise<void> {
     let target: CopyTarget | null = this.targets.resolve(partition);
     for (let attempt = 0; ; attempt++) {
       try {
-        const documents = await this.copyRange(partition, target, signal);
+        // Read with its group (first attempt only): a partition read again was moved.
+        const read = attempt === 0 && together ? await together.take(partition, signal) : null;
+        const documents = read
+          ? await this.copyRangeOn(this.alreadyRead(read), partition, target, signal)
+          : await this.copyRange(partition, target, signal);
         const bytes = this.tally.finish(partition._id);
         // Recorded done only once its writes are acknowledged (they are, here), and done in
         // memory only once the mark is written; marks finishing together share one write.
@@ -263,6 +290,31 @@ export class Copier {
       decode: (document, fields) =>
         fields ? pickTopLevelFields(document, fields) : BSON.deserialize(document, EXACT),
       insert: insertRaw,
+    };
+  }
+
+  /** The raw path, its read being documents already read (with their group). */
+  private alreadyRead(documents: Uint8Array[]): CopyPath<Uint8Array> {
+    const raw = this.rawPath()!;
+    const { readBatchSize, writeBatchBytes } = this.options;
+    return {
+      ...raw,
+      read: async function* () {
+        let start = 0;
+        while (start < documents.length) {
+          let end = start;
+          let bytes = 0;
+          while (end < documents.length && end - start < readBatchSize) {
+            const size = documents[end]!.byteLength;
+            if (end > start && bytes + size > writeBatchBytes) break;
+            bytes += size;
+            end += 1;
+          }
+          const batch = documents.slice(start, end);
+          yield { documents: batch, sizes: batch.map((d) => d.byteLength), bytes };
+          start = end;
+        }
+      },
     };
   }
 

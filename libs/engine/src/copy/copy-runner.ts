@@ -246,7 +246,11 @@ export class CopyRunner {
       destination,
       estimatedBytes: record.estimatedBytes / parts,
       ...(isUuid(record.key) ? { uuid: record.key } : {}),
-      ...(share?.keep ? { keep: share.keep, keepFields: share.keepFields } : {}),
+      ...(share?.keep
+        ? { keep: share.keep, keepFields: share.keepFields }
+        : record.type === 'collection'
+          ? { whole: true }
+          : {}),
     };
   }
 

@@ -71,6 +71,12 @@ export interface ReadOptions {
   afterClusterTime?: Timestamp;
 }
 
+/** `readWholeMany`'s answer: each collection's documents and its UUID after the read. */
+export interface WholeCollections {
+  documents: Uint8Array[][];
+  uuids: Array<string | null>;
+}
+
 /** `digestWhole`'s reduction of one collection (see `digestDocuments`). */
 export interface RangeDigest {
   count: number;
@@ -178,6 +184,19 @@ export interface SourceCluster {
     collections: string[],
     options?: { signal?: AbortSignal },
   ): Promise<RangeDigest[]>;
+  /**
+   * Optional: every document of several small collections of one database in ONE read (majority,
+   * causally after `afterClusterTime`) as raw BSON, in the order given, with the UUID each name
+   * has AFTER the read (null: no collection of that name then). The copy of many small
+   * collections, where round trips, not bytes, are the cost. A name whose UUID is not the
+   * expected one was replaced around the read: the caller discards its documents and reads it
+   * alone, by UUID. Null when more than `maxBytes` arrived (the caller reads each alone).
+   */
+  readWholeMany?(
+    database: string,
+    collections: string[],
+    options: { maxBytes: number; afterClusterTime?: Timestamp; signal?: AbortSignal },
+  ): Promise<WholeCollections | null>;
   /**
    * Optional: `listIndexes` of several collections of one database in ONE read, in the order
    * given. An entry is null where the read could not stand in for `listIndexes` (the caller

@@ -35,6 +35,7 @@ const EVERY_KEY = `tuning:
     writeBatchBytes: 4194304
     maxBytesInFlight: 67108864
     raw: false
+    groupReads: { collections: 32, memberBytes: 65536, groupBytes: 1048576, maxBytes: 4194304 }
   partitioning: { targetBytes: 67108864, maxPartitions: 1024, oversampling: 20 }
   changeApplication:
     lanes: 16
@@ -72,6 +73,12 @@ describe('engine tuning in the launch config', () => {
         writeBatchBytes: 4194304,
         maxBytesInFlight: 67108864,
         raw: false,
+        groupReads: {
+          collections: 32,
+          memberBytes: 65536,
+          groupBytes: 1048576,
+          maxBytes: 4194304,
+        },
       },
       partitioning: { targetBytes: 67108864, maxPartitions: 1024, oversampling: 20 },
       changeApplication: {
@@ -168,6 +175,11 @@ describe('engine tuning in the launch config', () => {
       'tuning.copier.raw must be true or false',
     ],
     [
+      'a group read of no collection',
+      'tuning:\n  copier: { groupReads: { collections: 0 } }\n',
+      'tuning.copier.groupReads.collections must be an integer from 1 to 1000',
+    ],
+    [
       'a number for a group',
       'tuning:\n  retry: 5\n',
       'tuning.retry must be a mapping of tuning keys to values',
@@ -190,7 +202,7 @@ describe('engine tuning in the launch config', () => {
     [
       'an unknown key in a group',
       'tuning:\n  copier: { concurency: 8 }\n',
-      'tuning.copier.concurency is not a tuning key (tuning.copier takes: concurrency, readBatchSize, writeBatchDocuments, writeBatchBytes, maxBytesInFlight, smallPartitionConcurrency, smallPartitionBytes, raw)',
+      'tuning.copier.concurency is not a tuning key (tuning.copier takes: concurrency, readBatchSize, writeBatchDocuments, writeBatchBytes, maxBytesInFlight, smallPartitionConcurrency, smallPartitionBytes, raw, groupReads)',
     ],
     [
       'an unknown key two groups deep',

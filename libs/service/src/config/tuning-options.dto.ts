@@ -12,6 +12,7 @@ import {
 } from 'class-validator';
 
 type Tuned<K extends keyof SyncJobOptions> = NonNullable<SyncJobOptions[K]>;
+type CopierTuning = NonNullable<SyncTuning['copier']>;
 type VerificationTuning = Tuned<'verification'>;
 type ApplierTuning = NonNullable<ChangeEventApplicationOptions['applier']>;
 
@@ -72,6 +73,21 @@ function Group(type: () => new () => object): PropertyDecorator {
   };
 }
 
+/** Small whole collections read together (one source read for many); collections: 1 is off. */
+export class GroupReadsTuningDto implements NonNullable<CopierTuning['groupReads']> {
+  @IntIn(1, 1000)
+  collections?: number;
+
+  @IntIn(0, 64 * MiB, 'bytes')
+  memberBytes?: number;
+
+  @IntIn(0, 256 * MiB, 'bytes')
+  groupBytes?: number;
+
+  @IntIn(MiB, 1 * GiB, 'bytes')
+  maxBytes?: number;
+}
+
 export class CopierTuningDto implements NonNullable<SyncTuning['copier']> {
   @IntIn(1, 64)
   concurrency?: number;
@@ -97,6 +113,9 @@ export class CopierTuningDto implements NonNullable<SyncTuning['copier']> {
   @IsBoolean({ message: 'must be true or false' })
   @ValidateIf((_object, value) => value !== undefined)
   raw?: boolean;
+
+  @Group(() => GroupReadsTuningDto)
+  groupReads?: GroupReadsTuningDto;
 }
 
 export class PartitioningTuningDto implements NonNullable<SyncTuning['partitioning']> {
