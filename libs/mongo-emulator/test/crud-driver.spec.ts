@@ -170,6 +170,38 @@ describe('CRUD through the official driver', () => {
     expect(await db.collection('agg_out').countDocuments()).toBe(10);
   });
 
+  it('reads a view in $unionWith through its stages (a view on a view too), as mongod 4.4+ does', async () => {
+    await db.collection('base').insertMany([
+      { _id: 1, k: 'a', n: 1 },
+      { _id: 2, k: 'b', n: 2 },
+      { _id: 3, k: 'a', n: 3 },
+    ]);
+    await db.collection('other').insertOne({ _id: 'o' });
+    await db.createCollection('only_a', { viewOn: 'base', pipeline: [{ $match: { k: 'a' } }] });
+    await db.createCollection('only_a_big', {
+      viewOn: 'only_a',
+      pipeline: [{ $match: { n: { $gt: 1 } } }, { $project: { k: 0 } }],
+    });
+    const union = (coll: string) =>
+      db
+        .collection('other')
+        .aggregate([{ $unionWith: { coll, pipeline: [{ $addFields: { from: coll } }] } }])
+        .toArray();
+    expect(await union('only_a')).toEqual([
+      { _id: 'o' },
+      { _id: 1, k: 'a', n: 1, from: 'only_a' },
+      { _id: 3, k: 'a', n: 3, from: 'only_a' },
+    ]);
+    expect(await union('only_a_big')).toEqual([{ _id: 'o' }, { _id: 3, n: 3, from: 'only_a_big' }]);
+    // A plain name, a missing collection: as before.
+    expect(
+      await db
+        .collection('other')
+        .aggregate([{ $unionWith: 'missing' }])
+        .toArray(),
+    ).toEqual([{ _id: 'o' }]);
+  });
+
   it('rejects wrong argument types and bad hints with mongod errors', async () => {
     const e1 = await db.command({ insert: 'x', documents: 'nope' }).catch((e) => e);
     expect(e1.code).toBe(14);

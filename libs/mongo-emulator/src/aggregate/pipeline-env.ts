@@ -16,6 +16,12 @@ export interface PipelineEnv {
   /** Documents of a collection in natural order; empty for a missing collection. */
   readCollection(db: string, coll: string): Iterable<Document>;
   /**
+   * A namespace as a stage that may read a view sees it ($unionWith): a collection's documents
+   * and no stages, or a view's base collection's documents and the view's stages (views on
+   * views resolved). Absent: only collections can be read (`readCollection`).
+   */
+  readNamespace?(db: string, coll: string): { documents: Iterable<Document>; stages: Document[] };
+  /**
    * Storage statistics (count, size, avgObjSize, storageSize, nindexes, totalIndexSize,
    * indexSizes, ...) or undefined when the collection does not exist.
    */

@@ -36,6 +36,19 @@ export class CatalogPipelineEnv implements PipelineEnv {
     for (const rec of c.naturalRecords(1)) yield rec.doc;
   }
 
+  readNamespace(db: string, coll: string): { documents: Iterable<Document>; stages: Document[] } {
+    let stages: Document[] = [];
+    let base = coll;
+    const seen = new Set<string>();
+    for (let view = this.catalog.getView(db, base); view && !seen.has(base);) {
+      seen.add(base);
+      stages = [...((view.options.pipeline as Document[] | undefined) ?? []), ...stages];
+      base = view.options.viewOn as string;
+      view = this.catalog.getView(db, base);
+    }
+    return { documents: this.readCollection(db, base), stages };
+  }
+
   collStats(db: string, coll: string): Document | undefined {
     const c = this.catalog.getCollection(db, coll);
     return c ? collectionStats(c) : undefined;

@@ -66,7 +66,16 @@ export const unionWith: StageBuilder = (spec, ctx) => {
   const db = ctx.env.db;
   return function* (input) {
     yield* input;
-    const documents = coll === undefined ? [] : ctx.env.readCollection(db, coll);
-    yield* ctx.runSub(documents, pipeline, 'unionWith', undefined, coll);
+    if (coll === undefined) {
+      yield* ctx.runSub([], pipeline, 'unionWith', undefined, coll);
+      return;
+    }
+    // `coll` may be a view (MongoDB 4.4+): its base collection through the view's stages.
+    const read = ctx.env.readNamespace?.(db, coll) ?? {
+      documents: ctx.env.readCollection(db, coll),
+      stages: [],
+    };
+    const stages = read.stages.length > 0 ? [...read.stages, ...pipeline] : pipeline;
+    yield* ctx.runSub(read.documents, stages, 'unionWith', undefined, coll);
   };
 };
