@@ -171,12 +171,12 @@ describe('CRUD through the official driver', () => {
   });
 
   it('reads a view in $unionWith through its stages (a view on a view too), as mongod 4.4+ does', async () => {
-    await db.collection('base').insertMany([
+    await db.collection<{ _id: number; k: string; n: number }>('base').insertMany([
       { _id: 1, k: 'a', n: 1 },
       { _id: 2, k: 'b', n: 2 },
       { _id: 3, k: 'a', n: 3 },
     ]);
-    await db.collection('other').insertOne({ _id: 'o' });
+    await db.collection<{ _id: string }>('other').insertOne({ _id: 'o' });
     await db.createCollection('only_a', { viewOn: 'base', pipeline: [{ $match: { k: 'a' } }] });
     await db.createCollection('only_a_big', {
       viewOn: 'only_a',
