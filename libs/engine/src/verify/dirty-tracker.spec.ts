@@ -32,6 +32,29 @@ function checkAllEqual(t: DirtyTracker, all = false) {
 }
 
 describe('DirtyTracker (what the incremental verifier still has to read)', () => {
+  it('reuses a backlog that counts unchecked work for reuseMs when asked to; never one with none', () => {
+    const { t, advance } = tracker();
+    t.sync([items()]);
+    const first = t.backlog(1_000);
+    expect(first.uncheckedRanges).toBe(3);
+    const state = t.get('shop', 'items')!;
+    const work = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    t.rangeChecked(work[0]!.state, work[0]!.ranges[0]!, start, true);
+    // Something moved: asked with reuse, the second-old figures; without, a new count.
+    expect(t.backlog(1_000).uncheckedRanges).toBe(3);
+    expect(t.backlog().uncheckedRanges).toBe(2);
+    for (const r of work[0]!.ranges.slice(1)) t.rangeChecked(state, r, start, true);
+    expect(t.backlog(1_000).uncheckedRanges).toBe(2);
+    advance(1_000);
+    expect(t.backlog(1_000).uncheckedRanges).toBe(0); // a second old: counted again
+    // Nothing unchecked: never reused once something moved.
+    t.metadataChecked(state, true, 2_000);
+    expect(t.uncheckedMetadata(1_000)).toBe(0);
+    t.metadataChanged('shop', 'items');
+    expect(t.uncheckedMetadata(1_000)).toBe(1);
+  });
+
   it('the metadata left to compare, asked for again, reflects every check, DDL and catalog change', () => {
     const { t } = tracker();
     const other: TrackedNamespace = {

@@ -20,6 +20,7 @@ import {
   type NamespaceWork,
   type RangeState,
   type TrackedNamespace,
+  COPY_BACKLOG_REUSE_MS,
 } from './dirty-tracker';
 import {
   checkDocuments,
@@ -265,7 +266,10 @@ export class Verification {
   }
 
   private extraStatus(job: JobRecord, session?: JobSession): Partial<VerificationStatus> {
-    const backlog: Backlog = this.tracker.backlog();
+    // While the initial copy runs, a second-old backlog (canCommit waits for the copy anyway).
+    const backlog: Backlog = this.tracker.backlog(
+      job.phase === 'copied' ? 0 : COPY_BACKLOG_REUSE_MS,
+    );
     return {
       mode: verificationMode(job),
       backlog: {
