@@ -167,7 +167,8 @@ export class Copier {
       raw && this.source.readWholeMany && (this.options.groupReads?.collections ?? 2) > 1
         ? new GroupReads(
             this.source,
-            queue.map((partition) => ({ partition, target: this.targets.resolve(partition) })),
+            queue,
+            (partition) => this.targets.resolve(partition),
             this.logger,
             this.afterClusterTime,
             { ...DEFAULT_GROUP_READS, ...this.options.groupReads },
@@ -198,14 +199,15 @@ export class Copier {
     };
     const worker = async (): Promise<void> => {
       while (!stop.aborted && next < queue.length) {
-        const partition = queue[next++]!;
+        const index = next++;
+        const partition = queue[index]!;
         if (partition.status === 'done') continue;
         const estimate = this.targets.resolve(partition).estimatedBytes;
         const big = estimate === undefined || estimate >= smallBelow;
         try {
           if (big) await large.acquire(1, stop);
           try {
-            await this.copyPartition(partition, stop, marks, together);
+            await this.copyPartition(partition, stop, marks, together && { together, index });
           } finally {
             if (big) large.release(1);
           }
@@ -234,13 +236,17 @@ export class Copier {
     partition: PartitionRecord,
     signal: AbortSignal,
     marks: Marks,
-    together: GroupReads | null,
+    /** The group reads, and the partition's position in the queue. */
+    grouped: { together: GroupReads; index: number } | null,
   ): Promise<void> {
     let target: CopyTarget | null = this.targets.resolve(partition);
     for (let attempt = 0; ; attempt++) {
       try {
         // Read with its group (first attempt only): a partition read again was moved.
-        const read = attempt === 0 && together ? await together.take(partition, signal) : null;
+        const read =
+          attempt === 0 && grouped
+            ? await grouped.together.take(partition, grouped.index, signal)
+            : null;
         const documents = read
           ? await this.copyRangeOn(this.alreadyRead(read), partition, target, signal)
           : await this.copyRange(partition, target, signal);

@@ -191,20 +191,42 @@ describe('GroupReads', () => {
     whole: true,
     ...extra,
   });
+  /** Group reads over `list`, with a source that records each read and answers every name. */
   const planned = (
     list: Array<{ partition: PartitionRecord; target: GroupableTarget }>,
-    source: Partial<SourceCluster> = { readWholeMany: async () => null },
-  ) =>
-    new GroupReads(source as SourceCluster, list, silentLogger, undefined, {
-      collections: 3,
-      memberBytes: 1000,
-      groupBytes: 250,
-      maxBytes: 10_000,
-    });
+    uuidOf: (collection: string) => string | null = (c) => `uuid-${c}`,
+  ) => {
+    const reads: string[][] = [];
+    const source = {
+      readWholeMany: async (_db: string, collections: string[]) => {
+        reads.push(collections);
+        return {
+          documents: collections.map((c) => [BSON.serialize({ _id: c })]),
+          uuids: collections.map(uuidOf),
+        };
+      },
+    };
+    const targets = new Map(list.map((e) => [e.partition, e.target]));
+    const groups = new GroupReads(
+      source as unknown as SourceCluster,
+      list.map((e) => e.partition),
+      (p) => targets.get(p)!,
+      silentLogger,
+      undefined,
+      { collections: 3, memberBytes: 1000, groupBytes: 250, maxBytes: 10_000 },
+    );
+    const signal = new AbortController().signal;
+    /** What the lane at queue position `i` gets: the `_id`s read with its group, or null. */
+    const take = async (i: number) => {
+      const docs = await groups.take(list[i]!.partition, i, signal);
+      return docs?.map((d) => BSON.deserialize(d)._id as string) ?? null;
+    };
+    return { reads, take };
+  };
 
-  it('groups consecutive small whole collections of one database, within count and bytes', () => {
+  it('groups consecutive small whole collections of one database, within count and bytes', async () => {
     const p = (k: string, extra: Partial<PartitionRecord> = {}) => partitionOf(k, extra);
-    const groups = planned([
+    const { reads, take } = planned([
       { partition: p('a'), target: target('x', 'a') },
       { partition: p('b'), target: target('x', 'b') },
       { partition: p('c'), target: target('x', 'c') }, // 300 bytes > 250: a new group
@@ -216,32 +238,23 @@ describe('GroupReads', () => {
       { partition: p('i', { status: 'done' }), target: target('y', 'i') },
       { partition: p('j'), target: target('y', 'j') },
     ]);
+    const got: Array<string[] | null> = [];
+    for (let i = 0; i < 10; i++) got.push(await take(i));
     // a+b; c alone (a group of one is read alone); d+j (skipping what cannot be grouped).
-    expect(groups.grouped).toBe(4);
+    expect(got).toEqual([['a'], ['b'], null, ['d'], null, null, null, null, null, ['j']]);
+    expect(reads).toEqual([
+      ['a', 'b'],
+      ['d', 'j'],
+    ]);
   });
 
   it('gives each partition its documents once, and starts the next group once one is read', async () => {
-    const reads: string[][] = [];
-    const source = {
-      readWholeMany: async (_db: string, collections: string[]) => {
-        reads.push(collections);
-        return {
-          documents: collections.map((c) => [BSON.serialize({ _id: c })]),
-          uuids: collections.map((c) => (c === 'c' ? null : `uuid-${c}`)),
-        };
-      },
-    };
-    const list = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((k) => ({
+    const list = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].map((k) => ({
       partition: partitionOf(k),
       target: target('x', k, { estimatedBytes: 10 }),
     }));
-    const groups = planned(list, source);
-    expect(groups.grouped).toBe(6); // g would be a group of one: read alone
-    const signal = new AbortController().signal;
-    const take = async (i: number) => {
-      const docs = await groups.take(list[i]!.partition, signal);
-      return docs?.map((d) => BSON.deserialize(d)._id as string) ?? null;
-    };
+    const { reads, take } = planned(list, (c) => (c === 'c' ? null : `uuid-${c}`));
+    expect(reads).toEqual([]); // nothing planned nor read before a lane asks
     expect(await take(0)).toEqual(['a']);
     expect(reads).toEqual([
       ['a', 'b', 'c'],
@@ -251,7 +264,8 @@ describe('GroupReads', () => {
     expect(await take(1)).toEqual(['b']);
     expect(await take(2)).toBeNull(); // gone after the read: read alone (it finds it gone)
     expect(await take(4)).toEqual(['e']);
-    expect(await take(6)).toBeNull();
-    expect(reads).toHaveLength(2);
+    expect(reads).toHaveLength(3); // g, h, i read ahead once d's group was read
+    expect(await take(9)).toBeNull(); // j would be a group of one: read alone
+    expect(reads).toHaveLength(3);
   });
 });

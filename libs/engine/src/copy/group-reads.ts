@@ -52,79 +52,97 @@ interface Group {
  * than `maxBytes`. Documents held here are at most two groups' (`maxBytes` each).
  */
 export class GroupReads {
+  /** Partitions of planned groups not taken yet (at most a group or two ahead of the lanes). */
   private readonly groups = new Map<string, Group>();
+  /** Queue positions looked at so far: groups are planned as the lanes reach them. */
+  private planned = 0;
+  /** The group planned last (its successor is planned when it is read). */
+  private last: Group | null = null;
 
   constructor(
     private readonly source: SourceCluster,
-    partitions: Array<{ partition: PartitionRecord; target: GroupableTarget }>,
+    /** The copy's queue, in the order its lanes take it. */
+    private readonly queue: readonly PartitionRecord[],
+    private readonly resolve: (partition: PartitionRecord) => GroupableTarget,
     private readonly logger: EngineLogger,
     private readonly afterClusterTime: Timestamp | undefined,
     private readonly options: GroupReadOptions = DEFAULT_GROUP_READS,
-  ) {
-    if (!source.readWholeMany) return;
-    let first: Group | null = null;
-    let open: Group | null = null;
-    let openBytes = 0;
-    for (const { partition, target } of partitions) {
-      const estimate = target.estimatedBytes;
-      const groupable =
-        target.whole === true &&
-        partition.status !== 'done' &&
-        !partition.natural &&
-        !('min' in partition) &&
-        !('max' in partition) &&
-        estimate !== undefined &&
-        estimate <= options.memberBytes;
-      if (!groupable) continue;
-      if (
-        !open ||
-        open.database !== target.source.db ||
-        open.members.length >= options.collections ||
-        openBytes + estimate > options.groupBytes
-      ) {
-        const group: Group = { database: target.source.db, members: [], next: null, result: null };
-        if (open) open.next = group;
-        else first = group;
-        open = group;
-        openBytes = 0;
-      }
-      open.members.push({ id: partition._id, collection: target.source.coll, uuid: target.uuid });
-      openBytes += estimate;
-      this.groups.set(partition._id, open);
-    }
-    // A group of one saves nothing: that partition is read alone, and no read is started for it.
-    let kept: Group | null = null;
-    for (let group = first; group; group = group.next) {
-      if (group.members.length < 2) {
-        for (const member of group.members) this.groups.delete(member.id);
-        continue;
-      }
-      if (kept) kept.next = group;
-      kept = group;
-    }
-    if (kept) kept.next = null;
-  }
-
-  /** Partitions that will be read with others (tests, logs). */
-  get grouped(): number {
-    return this.groups.size;
-  }
+  ) {}
 
   /**
-   * The documents of `partition` read with its group, taken once; null: read it alone (not in a
-   * group, already taken, or its group could not vouch for it).
+   * The documents of the partition at `index` of the queue, read with its group, taken once;
+   * null: read it alone (not groupable, already taken, or its group could not vouch for it).
    */
-  async take(partition: PartitionRecord, signal: AbortSignal): Promise<Uint8Array[] | null> {
+  async take(
+    partition: PartitionRecord,
+    index: number,
+    signal: AbortSignal,
+  ): Promise<Uint8Array[] | null> {
+    if (!this.source.readWholeMany) return null;
+    while (this.planned <= index && this.planNext()) {
+      // planned up to the lanes' position
+    }
     const group = this.groups.get(partition._id);
     if (!group) return null;
     this.groups.delete(partition._id);
     group.result ??= this.read(group, signal);
     const read = await group.result;
     // The next group is read while this one is written.
+    if (group === this.last) this.planNext();
     if (group.next && !signal.aborted) group.next.result ??= this.read(group.next, signal);
     const documents = read.get(partition._id) ?? null;
     read.delete(partition._id);
     return documents;
+  }
+
+  /**
+   * Plans the next group of at least two collections from the queue's unplanned positions: it
+   * starts at the first groupable partition and takes the next groupable ones of the same
+   * database within the count and bytes (others between them are left to be read alone). False
+   * at the end of the queue.
+   */
+  private planNext(): boolean {
+    const { options } = this;
+    while (this.planned < this.queue.length) {
+      let group: Group | null = null;
+      let bytes = 0;
+      while (this.planned < this.queue.length) {
+        const partition = this.queue[this.planned]!;
+        const target = this.resolve(partition);
+        const estimate = target.estimatedBytes;
+        const groupable =
+          target.whole === true &&
+          partition.status !== 'done' &&
+          !partition.natural &&
+          !('min' in partition) &&
+          !('max' in partition) &&
+          estimate !== undefined &&
+          estimate <= options.memberBytes;
+        if (groupable && group) {
+          const full =
+            group.database !== target.source.db ||
+            group.members.length >= options.collections ||
+            bytes + estimate > options.groupBytes;
+          if (full) break; // this one starts the next group
+        }
+        this.planned += 1;
+        if (!groupable) continue;
+        group ??= { database: target.source.db, members: [], next: null, result: null };
+        group.members.push({
+          id: partition._id,
+          collection: target.source.coll,
+          uuid: target.uuid,
+        });
+        bytes += estimate;
+      }
+      // A group of one saves nothing: that partition is read alone.
+      if (!group || group.members.length < 2) continue;
+      for (const member of group.members) this.groups.set(member.id, group);
+      if (this.last) this.last.next = group;
+      this.last = group;
+      return true;
+    }
+    return false;
   }
 
   private async read(group: Group, signal: AbortSignal): Promise<Map<string, Uint8Array[]>> {

@@ -33,7 +33,7 @@ function checkAllEqual(t: DirtyTracker, all = false) {
 
 describe('DirtyTracker (what the incremental verifier still has to read)', () => {
   it('reuses a backlog that counts unchecked work for reuseMs when asked to; never one with none', () => {
-    const { t, advance } = tracker();
+    const { t, mark, advance } = tracker();
     t.sync([items()]);
     const first = t.backlog(1_000);
     expect(first.uncheckedRanges).toBe(3);
@@ -50,9 +50,12 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     expect(t.backlog(1_000).uncheckedRanges).toBe(0); // a second old: counted again
     // Nothing unchecked: never reused once something moved.
     t.metadataChecked(state, true, 2_000);
-    expect(t.uncheckedMetadata(1_000)).toBe(0);
-    t.metadataChanged('shop', 'items');
-    expect(t.uncheckedMetadata(1_000)).toBe(1);
+    expect(t.backlog()).toEqual(
+      expect.objectContaining({ uncheckedRanges: 0, dirtyRanges: 0, oldestUncheckedMs: 0 }),
+    );
+    mark(5);
+    advance(500);
+    expect(t.backlog(1_000).oldestUncheckedMs).toBe(500);
   });
 
   it('the metadata left to compare, asked for again, reflects every check, DDL and catalog change', () => {
