@@ -54,6 +54,52 @@ suite('disableSnapshotting: a lagging majority commit point', () => {
     ]);
   });
 
+  it("an aggregate's $unionWith and $lookup read other collections at the majority snapshot too", async () => {
+    const other = db.collection<TestDoc>('other');
+    await other.insertMany([
+      { _id: 1, o: 'old' },
+      { _id: 2, o: 'old' },
+    ]);
+    await failPoint('alwaysOn');
+    await other.insertOne({ _id: 3, o: 'new' }, w1);
+    await other.updateOne({ _id: 1 }, { $set: { o: 'new' } }, w1);
+    await other.deleteOne({ _id: 2 }, w1);
+    const union = (options: Document) =>
+      coll
+        .aggregate(
+          [
+            { $match: { _id: 1 } },
+            { $unionWith: { coll: 'other', pipeline: [{ $sort: { _id: 1 } }] } },
+          ],
+          options,
+        )
+        .toArray();
+    expect(await union(majority)).toEqual([
+      { _id: 1, v: 'old' },
+      { _id: 1, o: 'old' },
+      { _id: 2, o: 'old' },
+    ]);
+    expect(await union({})).toEqual([
+      { _id: 1, v: 'old' },
+      { _id: 1, o: 'new' },
+      { _id: 3, o: 'new' },
+    ]);
+    const joined = await coll
+      .aggregate(
+        [
+          { $match: { _id: { $lte: 2 } } },
+          { $lookup: { from: 'other', localField: '_id', foreignField: '_id', as: 'o' } },
+          { $sort: { _id: 1 } },
+        ],
+        majority,
+      )
+      .toArray();
+    expect(joined).toEqual([
+      { _id: 1, v: 'old', o: [{ _id: 1, o: 'old' }] },
+      { _id: 2, v: 'old', o: [{ _id: 2, o: 'old' }] },
+    ]);
+  });
+
   it('majority reads keep seeing the snapshot taken before the fail point', async () => {
     await failPoint('alwaysOn');
     await coll.insertOne({ _id: 4, v: 'new' }, w1);

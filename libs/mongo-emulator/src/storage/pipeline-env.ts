@@ -3,7 +3,7 @@ import type { MergeWhenMatched, PipelineEnv } from '../aggregate/pipeline-env';
 import { compareValues } from '../bson/compare';
 import { CommandError } from '../errors';
 import type { Catalog } from './catalog';
-import { prepareInsert, type WriteOptions } from './collection';
+import { prepareInsert, type Collection, type WriteOptions } from './collection';
 import { collectionStats } from './stats';
 
 export type { MergeWhenMatched };
@@ -23,6 +23,12 @@ export class CatalogPipelineEnv implements PipelineEnv {
     readonly coll: string | undefined,
     readonly variables: Record<string, unknown> | undefined,
     private readonly writeOptions: WriteOptions = {},
+    /**
+     * A collection's documents as the command's read concern sees them (the majority-committed
+     * snapshot while it lags), or undefined for its live documents: what `$unionWith` and
+     * `$lookup` read of other collections, as mongod reads them from the aggregate's snapshot.
+     */
+    private readonly snapshotOf?: (collection: Collection) => Document[] | undefined,
   ) {}
 
   get host(): string {
@@ -33,6 +39,11 @@ export class CatalogPipelineEnv implements PipelineEnv {
     this.catalog.assertNotView(db, coll);
     const c = this.catalog.getCollection(db, coll);
     if (!c) return;
+    const snapshot = this.snapshotOf?.(c);
+    if (snapshot) {
+      yield* snapshot;
+      return;
+    }
     for (const rec of c.naturalRecords(1)) yield rec.doc;
   }
 

@@ -15,7 +15,9 @@ export function pipelineEnv(
   coll: string | undefined,
   variables?: Record<string, unknown>,
 ): CatalogPipelineEnv {
-  return new CatalogPipelineEnv(ctx.node.catalog, ctx.db, coll, variables, writeOptions(ctx));
+  return new CatalogPipelineEnv(ctx.node.catalog, ctx.db, coll, variables, writeOptions(ctx), (c) =>
+    committedSnapshotDocuments(ctx, c),
+  );
 }
 
 /** `runPipeline` option of applyUpdate: runs an update pipeline over one document. */
