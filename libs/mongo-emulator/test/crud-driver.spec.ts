@@ -170,7 +170,7 @@ describe('CRUD through the official driver', () => {
     expect(await db.collection('agg_out').countDocuments()).toBe(10);
   });
 
-  it('reads a view in $unionWith through its stages (a view on a view too), as mongod 4.4+ does', async () => {
+  it('reads a view in $unionWith and $lookup through its stages (a view on a view too), as mongod does', async () => {
     await db.collection<{ _id: number; k: string; n: number }>('base').insertMany([
       { _id: 1, k: 'a', n: 1 },
       { _id: 2, k: 'b', n: 2 },
@@ -193,6 +193,15 @@ describe('CRUD through the official driver', () => {
       { _id: 3, k: 'a', n: 3, from: 'only_a' },
     ]);
     expect(await union('only_a_big')).toEqual([{ _id: 'o' }, { _id: 3, n: 3, from: 'only_a_big' }]);
+    // $lookup from a view too (mongod 3.4+).
+    const joined = await db
+      .collection('other')
+      .aggregate([
+        { $lookup: { from: 'only_a_big', pipeline: [{ $sort: { _id: 1 } }], as: 'big' } },
+        { $lookup: { from: 'only_a', localField: '_id', foreignField: 'k', as: 'none' } },
+      ])
+      .toArray();
+    expect(joined).toEqual([{ _id: 'o', big: [{ _id: 3, n: 3 }], none: [] }]);
     // A plain name, a missing collection: as before.
     expect(
       await db

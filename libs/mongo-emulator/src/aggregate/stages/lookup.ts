@@ -4,7 +4,7 @@ import { CommandError } from '../../errors';
 import { compileFilter } from '../../query/matcher';
 import { makeContext, resolvePath } from '../expressions';
 import { isDocument, typeName } from '../operators/types';
-import type { StageBuilder } from './types';
+import { namespaceDocuments, type StageBuilder } from './types';
 
 /** Values a local field contributes to a $lookup equality match (arrays match any element). */
 function localValues(doc: Document, path: string): unknown[] {
@@ -93,7 +93,9 @@ export const lookup: StageBuilder = (spec, ctx) => {
         const v = ec.evaluate(expr);
         letVars[name] = v === undefined ? null : v;
       }
-      let foreign: Iterable<Document> = coll === undefined ? [] : ctx.env.readCollection(db, coll);
+      // `from` may be a view (MongoDB 3.4+): its base collection through the view's stages.
+      let foreign: Iterable<Document> =
+        coll === undefined ? [] : namespaceDocuments(ctx, db, coll, 'lookup');
       if (hasLocal) {
         // Equality with MongoDB's matcher semantics: arrays match element-wise, null matches missing.
         const pred = compileFilter({ [foreignField]: { $in: localValues(doc, localField) } });

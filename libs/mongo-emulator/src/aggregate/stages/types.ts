@@ -27,3 +27,21 @@ export interface StageContext {
 }
 
 export type StageBuilder = (spec: unknown, ctx: StageContext) => StageFn;
+
+/**
+ * The documents a stage that names another namespace reads ($unionWith, $lookup): a collection's,
+ * or a view's — its base collection's documents through the view's stages (mongod resolves views
+ * there since 3.4 for $lookup, 4.4 for $unionWith).
+ */
+export function namespaceDocuments(
+  ctx: StageContext,
+  db: string,
+  coll: string,
+  scope: PipelineScope,
+): Iterable<Document> {
+  const read = ctx.env.readNamespace?.(db, coll);
+  if (!read) return ctx.env.readCollection(db, coll);
+  return read.stages.length > 0
+    ? ctx.runSub(read.documents, read.stages, scope, undefined, coll)
+    : read.documents;
+}

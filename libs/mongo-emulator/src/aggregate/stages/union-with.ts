@@ -1,7 +1,7 @@
 import type { Document } from 'bson';
 import { CommandError } from '../../errors';
 import { isDocument, typeName } from '../operators/types';
-import type { StageBuilder } from './types';
+import { namespaceDocuments, type StageBuilder } from './types';
 
 const FAILED_TO_PARSE = 9;
 const UNKNOWN_FIELD = 40415;
@@ -66,16 +66,8 @@ export const unionWith: StageBuilder = (spec, ctx) => {
   const db = ctx.env.db;
   return function* (input) {
     yield* input;
-    if (coll === undefined) {
-      yield* ctx.runSub([], pipeline, 'unionWith', undefined, coll);
-      return;
-    }
     // `coll` may be a view (MongoDB 4.4+): its base collection through the view's stages.
-    const read = ctx.env.readNamespace?.(db, coll) ?? {
-      documents: ctx.env.readCollection(db, coll),
-      stages: [],
-    };
-    const stages = read.stages.length > 0 ? [...read.stages, ...pipeline] : pipeline;
-    yield* ctx.runSub(read.documents, stages, 'unionWith', undefined, coll);
+    const documents = coll === undefined ? [] : namespaceDocuments(ctx, db, coll, 'unionWith');
+    yield* ctx.runSub(documents, pipeline, 'unionWith', undefined, coll);
   };
 };
