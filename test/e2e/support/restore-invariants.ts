@@ -7,7 +7,8 @@ type Restored = Progress & Record<string, unknown>;
 /**
  * What a crash loop checks after every restore: the restored job keeps everything the sync had
  * reached before the kill — no failure, the same syncID, a state that never goes back (nor to
- * RUNNING once a commit was requested), `canWrite` exactly when COMMITTED, copied namespaces
+ * RUNNING once a commit was requested), `canWrite` true once COMMITTED, false before the commit
+ * and never lost once true (it turns true during the commit, when the destination is final), copied namespaces
  * and the source's write block never lost, copied bytes within the total — and, when given,
  * exactly `namespaces` in the catalog.
  */
@@ -16,6 +17,7 @@ export class RestoreInvariants {
   commitRequested = false;
   private syncID: string | null = null;
   private state = 'RUNNING';
+  private canWrite = false;
   private namespacesCopied = 0;
   private sourceWriteBlocked = false;
 
@@ -31,8 +33,14 @@ export class RestoreInvariants {
       throw new Error(`a requested commit was forgotten ${where}`);
     if (p.syncID === null || (this.syncID !== null && p.syncID !== this.syncID))
       throw new Error(`the syncID changed ${where}`);
-    if (p.canWrite !== (p.state === 'COMMITTED'))
-      throw new Error(`canWrite must be true exactly when COMMITTED ${where}`);
+    // canWrite turns true during the commit, once the destination is final (its step
+    // destinationUnblocked is recorded): a kill between that write and the one that records
+    // COMMITTED restores COMMITTING with canWrite true. Never before the commit, never lost.
+    if (p.state === 'COMMITTED' && !p.canWrite)
+      throw new Error(`canWrite must be true once COMMITTED ${where}`);
+    if (p.canWrite && p.state === 'RUNNING')
+      throw new Error(`canWrite must be false before the commit ${where}`);
+    if (this.canWrite && !p.canWrite) throw new Error(`canWrite went back to false ${where}`);
     const { total, copied } = namespacesOf(p);
     if (this.namespaces !== undefined && total !== this.namespaces)
       throw new Error(`the catalog holds ${total} namespaces, not ${this.namespaces}, ${where}`);
@@ -45,6 +53,7 @@ export class RestoreInvariants {
       throw new Error(`copied bytes exceed the total ${where}`);
     this.syncID = p.syncID;
     this.state = p.state;
+    this.canWrite ||= p.canWrite === true;
     this.namespacesCopied = copied;
     this.sourceWriteBlocked ||= p.sourceWriteBlocked === true;
   }
