@@ -28,6 +28,9 @@ import { rawDocumentCursor, readRawBuffered } from './raw-cursor';
 import { EXACT_BSON, toNumber } from './exact-bson';
 import { balancerMode, readShardingSnapshot, setBalancer } from './sharding-metadata';
 
+/** What the driver reads a BSON int32 with (as `raw-cursor` does). */
+const { getInt32LE } = BSON.onDemand.NumberUtils;
+
 /** Databases whose writes are not the application's (the sync's own metadata included). */
 const INTERNAL_DBS = new Set(['admin', 'config', 'local', 'sync_reserved_for_internal_use']);
 
@@ -84,9 +87,14 @@ export class MongoSourceCluster implements SourceCluster {
   }
 
   async listCollections(database: string): Promise<CollectionInfo[]> {
+    return this.collectionInfos(database, {});
+  }
+
+  /** `listCollections` of the collections `filter` names, as the port describes them. */
+  private async collectionInfos(database: string, filter: Document): Promise<CollectionInfo[]> {
     const infos = await this.client
       .db(database)
-      .listCollections({}, { ...EXACT_BSON, nameOnly: false })
+      .listCollections(filter, { ...EXACT_BSON, nameOnly: false })
       .toArray();
     return infos.map((info) => {
       const uuid = uuidHex((info as { info?: { uuid?: unknown } }).info?.uuid);
@@ -474,15 +482,9 @@ export class MongoSourceCluster implements SourceCluster {
       ...(options.signal ? { signal: options.signal } : {}),
     });
     if (!documents) return null;
-    const listed = await this.client
-      .db(database)
-      .listCollections({ name: { $in: collections } }, { ...EXACT_BSON, nameOnly: false })
-      .toArray();
     const uuids = new Map<string, string>();
-    for (const info of listed) {
-      const uuid = uuidHex((info as { info?: { uuid?: unknown } }).info?.uuid);
-      if (info.type === 'collection' && uuid !== undefined) uuids.set(info.name, uuid);
-    }
+    for (const info of await this.collectionInfos(database, { name: { $in: collections } }))
+      if (info.type === 'collection' && info.uuid !== undefined) uuids.set(info.name, info.uuid);
     return { documents, uuids: collections.map((c) => uuids.get(c) ?? null) };
   }
 
@@ -664,8 +666,8 @@ function untag(raw: Uint8Array): { n: number; d: Uint8Array } {
     raw[12] === 0x64 &&
     raw[13] === 0x00
   ) {
-    const n = raw[7]! | (raw[8]! << 8) | (raw[9]! << 16) | (raw[10]! << 24);
-    const size = raw[14]! | (raw[15]! << 8) | (raw[16]! << 16) | (raw[17]! << 24);
+    const n = getInt32LE(raw, 7);
+    const size = getInt32LE(raw, 14);
     if (size >= 5 && 14 + size === raw.byteLength - 1) return { n, d: raw.subarray(14, 14 + size) };
   }
   // `raw`: an embedded document comes back as its own bytes, undecoded.
