@@ -92,6 +92,24 @@ export class Catalog {
     return this.dbs.get(db)?.views.get(name);
   }
 
+  /**
+   * A view's base collection and stages, views over views resolved: the innermost view's stages
+   * first, then each outer one's, `view`'s last (a cycle stops where it repeats).
+   */
+  viewChain(db: string, view: ViewDefinition): { base: string; stages: Document[] } {
+    let stages = [...((view.options.pipeline as Document[] | undefined) ?? [])];
+    let base = view.options.viewOn as string;
+    const seen = new Set([view.name]);
+    for (;;) {
+      const inner = this.getView(db, base);
+      if (!inner || seen.has(base)) break;
+      seen.add(base);
+      stages = [...((inner.options.pipeline as Document[] | undefined) ?? []), ...stages];
+      base = inner.options.viewOn as string;
+    }
+    return { base, stages };
+  }
+
   lookup(db: string, name: string): Namespace | undefined {
     return this.getCollection(db, name) ?? this.getView(db, name);
   }

@@ -48,15 +48,9 @@ export class CatalogPipelineEnv implements PipelineEnv {
   }
 
   readNamespace(db: string, coll: string): { documents: Iterable<Document>; stages: Document[] } {
-    let stages: Document[] = [];
-    let base = coll;
-    const seen = new Set<string>();
-    for (let view = this.catalog.getView(db, base); view && !seen.has(base);) {
-      seen.add(base);
-      stages = [...((view.options.pipeline as Document[] | undefined) ?? []), ...stages];
-      base = view.options.viewOn as string;
-      view = this.catalog.getView(db, base);
-    }
+    const view = this.catalog.getView(db, coll);
+    if (!view) return { documents: this.readCollection(db, coll), stages: [] };
+    const { base, stages } = this.catalog.viewChain(db, view);
     return { documents: this.readCollection(db, base), stages };
   }
 

@@ -38,18 +38,9 @@ export function resolveView(
   view: ViewDefinition,
   stages: Document[],
 ): { base: string; pipeline: Document[]; collation?: Document } {
-  let pipeline = [...((view.options.pipeline as Document[]) ?? []), ...stages];
-  let base = view.options.viewOn as string;
+  const { base, stages: viewStages } = ctx.node.catalog.viewChain(ctx.db, view);
   const collation = view.options.collation as Document | undefined;
-  const seen = new Set([view.name]);
-  for (;;) {
-    const inner = ctx.node.catalog.getView(ctx.db, base);
-    if (!inner || seen.has(base)) break;
-    seen.add(base);
-    pipeline = [...((inner.options.pipeline as Document[]) ?? []), ...pipeline];
-    base = inner.options.viewOn as string;
-  }
-  return { base, pipeline, collation };
+  return { base, pipeline: [...viewStages, ...stages], collation };
 }
 
 /**
@@ -90,7 +81,8 @@ export function runOnViewForCursor(
   const env = pipelineEnv(ctx, view.name, variables);
   const catalog = ctx.node.catalog;
   const coll = catalog.getCollection(ctx.db, base);
-  const raw = (coll && committedSnapshotDocuments(ctx, coll)) ?? env.readCollection(ctx.db, base);
+  // The env reads `base` at the read concern's snapshot (committedSnapshotDocuments).
+  const raw = env.readCollection(ctx.db, base);
   const { input, guard } = guardedAggregateInput(catalog, coll, raw, pipeline);
   return { docs: runPipeline(input, pipeline, env), guard };
 }
