@@ -299,27 +299,32 @@ export class Copier {
     };
   }
 
-  /** The raw path, its read being documents already read (with their group). */
+  /**
+   * The raw path, its read being documents already read (with their group), in batches cut as
+   * the copy cuts its writes (at most `readBatchSize` documents and `writeBatchBytes`): each
+   * takes its bytes from the shared budget as a read batch does.
+   */
   private alreadyRead(documents: Uint8Array[]): CopyPath<Uint8Array> {
     const raw = this.rawPath()!;
-    const { readBatchSize, writeBatchBytes } = this.options;
+    const limits = {
+      maxDocuments: this.options.readBatchSize,
+      maxBytes: this.options.writeBatchBytes,
+    };
+    const asRead = (batch: WriteBatch<Uint8Array>): ReadBatch<Uint8Array> => ({
+      ...batch,
+      sizes: batch.documents.map((d) => d.byteLength),
+    });
     return {
       ...raw,
       read: async function* () {
-        let start = 0;
-        while (start < documents.length) {
-          let end = start;
-          let bytes = 0;
-          while (end < documents.length && end - start < readBatchSize) {
-            const size = documents[end]!.byteLength;
-            if (end > start && bytes + size > writeBatchBytes) break;
-            bytes += size;
-            end += 1;
-          }
-          const batch = documents.slice(start, end);
-          yield { documents: batch, sizes: batch.map((d) => d.byteLength), bytes };
-          start = end;
+        const batcher = new InsertBatcher<Uint8Array>(limits);
+        for (const document of documents) {
+          const before = batcher.makeRoom(document.byteLength);
+          if (before) yield asRead(before);
+          const filled = batcher.add(document, document.byteLength);
+          if (filled) yield asRead(filled);
         }
+        if (batcher.pending > 0) yield asRead(batcher.take());
       },
     };
   }

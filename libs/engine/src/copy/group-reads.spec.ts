@@ -12,6 +12,7 @@ import { FakeCluster, replicaSet } from '../testing/in-memory-clusters';
 import { Copier, type CopyTarget, type CopyTargets } from './copier';
 import { CopyTally } from './copy-tally';
 import { GroupReads, type GroupableTarget } from './group-reads';
+import { newPartition } from './partition-planner';
 
 const EXACT = { promoteValues: false, promoteLongs: false, promoteBuffers: false } as const;
 
@@ -61,18 +62,7 @@ class RawCluster extends FakeCluster {
 }
 
 function partitionOf(key: string, extra: Partial<PartitionRecord> = {}): PartitionRecord {
-  return {
-    _id: `w|${key}|1|0`,
-    syncID: 'w',
-    key,
-    set: 1,
-    index: 0,
-    natural: false,
-    status: 'pending',
-    copiedBytes: 0,
-    copiedDocuments: 0,
-    ...extra,
-  };
+  return { ...newPartition({ syncID: 'w', key, set: 1 }, 0), ...extra };
 }
 
 /** `n` small collections `db.t<i>` of two documents each on the source, one partition each. */
@@ -145,6 +135,30 @@ describe('Copier: small whole collections read together', () => {
     expect(w.source.wholeReads.map((r) => r.length)).toEqual([10, 10, 5]);
     expect(w.source.aloneReads).toEqual([]);
     expect(w.source.reads).toBe(0);
+  });
+
+  it('copies a collection read with its group in read batches of at most readBatchSize and writeBatchBytes', async () => {
+    const w = tenants(3);
+    // t1 grew since it was sized: 150 documents of ~100 bytes, more than one batch by either bound.
+    w.source
+      .collection('db', 't1')!
+      .documents.push(
+        ...Array.from({ length: 150 }, (_, i) => ({ _id: 100 + i, pad: 'x'.repeat(80) })),
+      );
+    const inserts: number[] = [];
+    const insertRaw = w.destination.insertRawUnordered.bind(w.destination);
+    w.destination.insertRawUnordered = (db, coll, docs) => {
+      if (coll === 't1') inserts.push(docs.length);
+      return insertRaw(db, coll, docs);
+    };
+    expect(await copierOf(w).run(w.partitions, new AbortController().signal)).toBe('completed');
+    expect(w.source.wholeReads).toHaveLength(1);
+    expect(w.source.aloneReads).toEqual([]);
+    const want = w.source.collection('db', 't1')!.documents;
+    expect(bytesOf(w.destination.collection('db', 't1')!.documents)).toEqual(bytesOf(want));
+    expect(inserts.reduce((a, b) => a + b, 0)).toBe(152);
+    expect(Math.max(...inserts)).toBeLessThanOrEqual(50);
+    expect(w.partitions[1]!.copiedDocuments).toBe(152);
   });
 
   it('reads alone a collection whose name had another UUID after the read', async () => {
