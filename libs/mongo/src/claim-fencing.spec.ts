@@ -1,5 +1,11 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
-import { ClaimFence, type ClaimGuard, type JobRecord, type PartitionRecord } from '@sync/engine';
+import {
+  ClaimFence,
+  newPartition,
+  type ClaimGuard,
+  type JobRecord,
+  type PartitionRecord,
+} from '@sync/engine';
 import { Timestamp } from 'bson';
 import { MongoClient } from 'mongodb';
 import { MongoCheckpointStore } from './change-checkpoint-store';
@@ -32,17 +38,7 @@ const job = (note: string): JobRecord =>
     reversals: 0,
   }) as unknown as JobRecord;
 
-const partition: PartitionRecord = {
-  _id: 'shardA|k|1|0',
-  syncID: 'shardA',
-  key: 'k',
-  set: 1,
-  index: 0,
-  natural: false,
-  status: 'pending',
-  copiedBytes: 0,
-  copiedDocuments: 0,
-};
+const partition: PartitionRecord = newPartition({ syncID: 'shardA', key: 'k', set: 1 }, 0);
 
 const checkpoint = (i: number) => ({
   resumeToken: { _data: `token${i}` },

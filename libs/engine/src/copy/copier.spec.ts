@@ -11,20 +11,10 @@ import {
 } from './copier';
 import { CopyTally } from './copy-tally';
 import { InsertBatcher } from './insert-batcher';
+import { newPartition } from './partition-planner';
 
 function partition(index: number, bounds: { min?: unknown; max?: unknown }): PartitionRecord {
-  return {
-    _id: `w|k|1|${index}`,
-    syncID: 'w',
-    key: 'k',
-    set: 1,
-    index,
-    ...bounds,
-    natural: false,
-    status: 'pending',
-    copiedBytes: 0,
-    copiedDocuments: 0,
-  };
+  return newPartition({ syncID: 'w', key: 'k', set: 1 }, index, bounds);
 }
 
 function setup(count = 1000) {

@@ -16,6 +16,30 @@ export const DEFAULT_PARTITIONING: PartitioningOptions = {
   oversampling: 10,
 };
 
+/** A new partition (pending, nothing copied) of collection `key` in partition set `set`. */
+export function newPartition(
+  of: { syncID: string; key: string; set: number },
+  index: number,
+  bounds: { min?: unknown; max?: unknown } = {},
+  natural = false,
+): PartitionRecord {
+  return {
+    // Joined, not a template: one flat string kept per partition (a template's chain of
+    // concatenations cost ~30 bytes more each, at 100,000 namespaces ~3 MB).
+    _id: [of.syncID, of.key, of.set, index].join('|'),
+    syncID: of.syncID,
+    key: of.key,
+    set: of.set,
+    index,
+    ...('min' in bounds ? { min: bounds.min } : {}),
+    ...('max' in bounds ? { max: bounds.max } : {}),
+    natural,
+    status: 'pending',
+    copiedBytes: 0,
+    copiedDocuments: 0,
+  };
+}
+
 /**
  * `_id` ranges for one collection, copied in parallel. Split points are quantiles of a
  * server-sorted `$sample` of `_id`s: one cheap random sample, no full scan, and the SERVER orders
@@ -38,25 +62,9 @@ export async function planPartitions(
 ): Promise<PartitionRecord[]> {
   if (ns.type !== 'collection') return [];
   const sampleFrom = where.sourceName ?? { db: ns.database, coll: ns.collection };
-  const make = (
-    index: number,
-    bounds: { min?: unknown; max?: unknown },
-    natural = false,
-  ): PartitionRecord => ({
-    // Joined, not a template: one flat string kept per partition (a template's chain of
-    // concatenations cost ~30 bytes more each, at 100,000 namespaces ~3 MB).
-    _id: [where.syncID, ns.key, where.set, index].join('|'),
-    syncID: where.syncID,
-    key: ns.key,
-    set: where.set,
-    index,
-    ...('min' in bounds ? { min: bounds.min } : {}),
-    ...('max' in bounds ? { max: bounds.max } : {}),
-    natural,
-    status: 'pending',
-    copiedBytes: 0,
-    copiedDocuments: 0,
-  });
+  const of = { syncID: where.syncID, key: ns.key, set: where.set };
+  const make = (index: number, bounds: { min?: unknown; max?: unknown }, natural = false) =>
+    newPartition(of, index, bounds, natural);
   if (ns.capped) return [make(0, {}, true)];
   const wanted = partitionsWanted(ns, options);
   if (wanted <= 1) return [make(0, {})];
