@@ -13,7 +13,15 @@ import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './proce
 import { compareClusters } from '../lib/compare-clusters';
 import { post, progress } from './worker-copy';
 import { inLanes } from './dataset';
-import { cpuSecondsOf } from './cpu-budget';
+import {
+  cpuSecondsOf,
+  cpuSince,
+  describeCpu,
+  partOf,
+  rateCeiling,
+  type CpuMark,
+} from './cpu-budget';
+import { cpus } from 'node:os';
 
 export const PER_DATABASE = 500;
 /** How long the worker is held at canCommit before the commit, its CPU measured (ms). */
@@ -52,10 +60,74 @@ export interface NamespacesResult {
    * the namespace count). Absent in a crash loop (restarts repeat work).
    */
   opsPerNamespace?: { source: Record<string, number>; destination: Record<string, number> };
+  /**
+   * Where the machine's cores cap the create ratio (absent in a crash loop): CPU per namespace
+   * by process, measured around the raw create, a raw read of the source and the sync itself.
+   */
+  limits?: NamespacesLimits;
   /** Both clusters compared byte for byte after commit (every namespace, options, indexes). */
   comparison: { documentsCompared: number; differences: number };
   /** With --kills: the SIGKILLs survived (the comparison after commit is `comparison`). */
   crashLoop?: { kills: number; documentsCompared: number; differences: number };
+}
+
+/**
+ * The create ratio's ceilings on this machine (cpu-budget.ts), each in namespaces/s and ÷ the
+ * raw create rate:
+ * - tool free: the destination creating the collections and indexes (the raw create, which
+ *   writes no documents: a lower bound of what a sync must ask of it) and the source serving a
+ *   read of every collection (64 per aggregate, as the copy reads them), the tool costing nothing;
+ * - driver floor: the same plus the bench's own client CPU in both (what the official driver
+ *   costs a tool that issues those commands);
+ * - worker on bare emulators: the tool-free work plus the worker's CPU per namespace as measured;
+ * - as run: every process as measured from start to canCommit (the emulators' share includes
+ *   the copy's reads and writes, the verifier's reads and the job store's writes).
+ */
+export interface NamespacesLimits {
+  cores: number;
+  /** µs of CPU per namespace, by process (`:main` suffix: its main thread). */
+  rawCreateCpuMicros: CpuMark;
+  rawReadCpuMicros: CpuMark;
+  /** The source read alone, 64 collections per aggregate: namespaces/s. */
+  rawReadPerSec: number;
+  syncCpuMicros: CpuMark;
+  toolFree: { perSec: number | null; ratio: number | null };
+  driverFloor: { perSec: number | null; ratio: number | null };
+  workerBareEmulators: { perSec: number | null; ratio: number | null };
+  asRun: { perSec: number | null; ratio: number | null };
+}
+
+/** Reads every collection's documents, `group` collections per `$unionWith` aggregate. */
+async function readAll(
+  client: MongoClient,
+  n: number,
+  perDatabase: number,
+  group = 64,
+): Promise<number> {
+  const began = Date.now();
+  const batches: { db: string; colls: string[] }[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const { db, coll } = nameOf(i, perDatabase);
+    const last = batches[batches.length - 1];
+    if (last && last.db === db && last.colls.length < group) last.colls.push(coll);
+    else batches.push({ db, colls: [coll] });
+  }
+  let documents = 0;
+  await inLanes(batches.length, 4, async (b) => {
+    const { db, colls } = batches[b]!;
+    const [first, ...rest] = colls;
+    const read = await client
+      .db(db)
+      .collection(first!)
+      .aggregate(
+        rest.map((coll) => ({ $unionWith: coll })),
+        { raw: true },
+      )
+      .toArray();
+    documents += read.length;
+  });
+  if (documents !== 2 * n) throw new Error(`raw read: ${documents} documents, not ${2 * n}`);
+  return (Date.now() - began) / 1000;
 }
 
 const nameOf = (i: number, perDatabase: number) => ({
@@ -110,8 +182,13 @@ export async function measureNamespaces(
     await createAll(src, n, '', true, perDatabase);
     // The limit: the destination creating the same collections and indexes itself (in other
     // databases, dropped before the sync starts).
+    const createCpu = cpuSince({ destination: destination.child });
     const rawSeconds = await createAll(dst, n, 'raw_', false, perDatabase);
+    const rawCreateCpuMicros = createCpu(n);
     const rawCreatePerSec = n / rawSeconds;
+    const readCpu = cpuSince({ source: source.child });
+    const rawReadSeconds = await readAll(src, n, perDatabase);
+    const rawReadCpuMicros = readCpu(n);
     for (const name of (await dst.db('admin').admin().listDatabases()).databases.map((d) => d.name))
       if (name.startsWith('raw_')) await dst.db(name).dropDatabase();
     options.log(`  destination creates ${Math.round(rawCreatePerSec)} collections/s directly`);
@@ -143,6 +220,11 @@ export async function measureNamespaces(
     let nextKillAt = Date.now() + 4_000 + Math.random() * 6_000;
     let peakRssMBBeforeKills = 0;
     const countersBefore = await Promise.all([opcounters(src), opcounters(dst)]);
+    const syncCpu = cpuSince({
+      source: source.child,
+      destination: destination.child,
+      worker: worker.started.child,
+    });
     const startedAt = Date.now();
     await post(worker.api, 'start', {
       source: 'cluster0',
@@ -197,6 +279,7 @@ export async function measureNamespaces(
         await sleep(200);
       }
     }
+    const syncCpuMicros = syncCpu(n);
     const countersAfter = await Promise.all([opcounters(src), opcounters(dst)]);
     const perNamespace = (side: 0 | 1): Record<string, number> =>
       Object.fromEntries(
@@ -253,6 +336,16 @@ export async function measureNamespaces(
       ? { kills: killed, ...comparison }
       : undefined;
     const syncedPerSec = n / startToCanCommitSeconds;
+    const limits =
+      killed === 0
+        ? namespacesLimits({
+            rawCreatePerSec,
+            rawCreateCpuMicros,
+            rawReadCpuMicros,
+            rawReadPerSec: n / rawReadSeconds,
+            syncCpuMicros,
+          })
+        : undefined;
     const result: NamespacesResult = {
       namespaces: n,
       perDatabase,
@@ -271,6 +364,7 @@ export async function measureNamespaces(
       ...(killed === 0
         ? { opsPerNamespace: { source: perNamespace(0), destination: perNamespace(1) } }
         : {}),
+      ...(limits ? { limits } : {}),
       comparison,
       ...(crashLoop ? { crashLoop } : {}),
     };
@@ -281,10 +375,60 @@ export async function measureNamespaces(
   }
 }
 
+function namespacesLimits(m: {
+  rawCreatePerSec: number;
+  rawCreateCpuMicros: CpuMark;
+  rawReadCpuMicros: CpuMark;
+  rawReadPerSec: number;
+  syncCpuMicros: CpuMark;
+}): NamespacesLimits {
+  const cores = cpus().length;
+  const toolFreeCost: CpuMark = {
+    ...partOf(m.rawCreateCpuMicros, 'destination'),
+    ...partOf(m.rawReadCpuMicros, 'source'),
+  };
+  // The bench's client in both raw measurements, as one tool's process.
+  const client: CpuMark = {
+    tool: (m.rawCreateCpuMicros.bench ?? 0) + (m.rawReadCpuMicros.bench ?? 0),
+    ['tool:main']:
+      (m.rawCreateCpuMicros['bench:main'] ?? 0) + (m.rawReadCpuMicros['bench:main'] ?? 0),
+  };
+  const ceiling = (cost: CpuMark) => {
+    const perSec = rateCeiling(cost, Object.keys(cost), cores);
+    return {
+      perSec,
+      ratio: perSec === null ? null : Math.round((perSec / m.rawCreatePerSec) * 100) / 100,
+    };
+  };
+  const { bench: _bench, ['bench:main']: _benchMain, ...syncParts } = m.syncCpuMicros;
+  return {
+    cores,
+    rawCreateCpuMicros: m.rawCreateCpuMicros,
+    rawReadCpuMicros: m.rawReadCpuMicros,
+    rawReadPerSec: round(m.rawReadPerSec),
+    syncCpuMicros: m.syncCpuMicros,
+    toolFree: ceiling(toolFreeCost),
+    driverFloor: ceiling({ ...toolFreeCost, ...client }),
+    workerBareEmulators: ceiling({ ...toolFreeCost, ...partOf(syncParts, 'worker') }),
+    asRun: ceiling(m.syncCpuMicros),
+  };
+}
+
+function renderLimits(l: NamespacesLimits, syncedPerSec: number): string[] {
+  const line = (c: { perSec: number | null; ratio: number | null }) =>
+    c.perSec === null ? '?' : `${c.perSec}/s (ratio ≤ ${c.ratio})`;
+  return [
+    `  CPU µs per namespace      sync: ${describeCpu(l.syncCpuMicros)}`,
+    `                            raw create: ${describeCpu(l.rawCreateCpuMicros)}; raw read (64 per aggregate, ${l.rawReadPerSec}/s): ${describeCpu(l.rawReadCpuMicros)}`,
+    `  ceilings on ${l.cores} cores      tool free ${line(l.toolFree)}; driver floor ${line(l.driverFloor)}; worker on bare emulators ${line(l.workerBareEmulators)}; as run ${line(l.asRun)} against ${syncedPerSec}/s achieved`,
+  ];
+}
+
 export function renderNamespaces(r: NamespacesResult): string[] {
   return [
     `(k) ${r.namespaces} namespaces (2 documents each, every third indexed, ${r.perDatabase} per database), replica set → replica set:`,
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
+    ...(r.limits ? renderLimits(r.limits, r.syncedPerSec) : []),
     `  holding at canCommit      worker CPU ${r.idleCpuPercent} % of a core (${HOLD_MS / 1000} s, no writes, progress asked once a second)`,
     `  commit → COMMITTED        ${r.commitSeconds} s (worker: cutover ${r.reportedCutoverSeconds ?? '?'} s; final pass ${JSON.stringify(r.finalPass)}; target ≤ 3 s)`,
     ...(r.opsPerNamespace
