@@ -29,6 +29,8 @@ const HOLD_MS = 5_000;
 
 export interface NamespacesResult {
   namespaces: number;
+  /** The embedded verifier ran (`--verification off`: it did not). */
+  verification: boolean;
   /** Collections per database. */
   perDatabase: number;
   /** The destination creating the same collections and indexes directly, per second. */
@@ -170,6 +172,8 @@ export async function measureNamespaces(
     workerHeapMB?: number | null;
     /** Collections per database (default PER_DATABASE; one database for all: n). */
     perDatabase?: number;
+    /** The embedded verifier (default on, as a new user runs it). */
+    verification?: boolean;
   },
 ): Promise<NamespacesResult> {
   const perDatabase = options.perDatabase ?? PER_DATABASE;
@@ -230,6 +234,7 @@ export async function measureNamespaces(
       source: 'cluster0',
       destination: 'cluster1',
       enableUserWriteBlocking: true,
+      ...(options.verification === false ? { verification: { enabled: false } } : {}),
     });
     const timeoutMs = options.timeoutMs ?? Math.max(600_000, n * 100);
     const deadline = startedAt + timeoutMs;
@@ -348,6 +353,7 @@ export async function measureNamespaces(
         : undefined;
     const result: NamespacesResult = {
       namespaces: n,
+      verification: options.verification !== false,
       perDatabase,
       rawCreatePerSec: round(rawCreatePerSec),
       startToCanCommitSeconds: round(startToCanCommitSeconds),
@@ -426,7 +432,7 @@ function renderLimits(l: NamespacesLimits, syncedPerSec: number): string[] {
 
 export function renderNamespaces(r: NamespacesResult): string[] {
   return [
-    `(k) ${r.namespaces} namespaces (2 documents each, every third indexed, ${r.perDatabase} per database), replica set → replica set:`,
+    `(k) ${r.namespaces} namespaces (2 documents each, every third indexed, ${r.perDatabase} per database), replica set → replica set${r.verification ? '' : ', verification off'}:`,
     `  start → canCommit         ${r.startToCanCommitSeconds} s (${r.syncedPerSec} namespaces/s; the destination creates ${r.rawCreatePerSec}/s directly: ratio ${r.createRatio}, target ≥ 0.5)`,
     ...(r.limits ? renderLimits(r.limits, r.syncedPerSec) : []),
     `  holding at canCommit      worker CPU ${r.idleCpuPercent} % of a core (${HOLD_MS / 1000} s, no writes, progress asked once a second)`,

@@ -77,7 +77,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --kills K               with --namespaces: SIGKILL the worker K times during its copy (each
                           time restarted; it resumes the persisted job), then compare both
                           clusters byte for byte after commit
-  --verification on|off   the embedded verifier in the worker runs (c)-(f) (default on; the
+  --verification on|off   the embedded verifier in the worker runs (c)-(f) and (k) (default on; the
                           peer verifies nothing: off compares change application alone;
                           --sharded defaults to off: its read amplification is the sync's own)
   --cutover               only (j): an application writing every 20 ms, verification on, commit,
