@@ -50,12 +50,18 @@ describe('HistoryGuard on a sharded source (one oplog window per shard)', () => 
 
   it('warns about the tightest shard while change events are applied', async () => {
     const g = guard();
+    const applying = { applying: true, lagTimeSeconds: 60 };
+    // The first look: both histories as they are; the next, both have lost their oldest entries.
+    await g.check(
+      session([window(990, 1_990, 'shardA'), window(1_890, 1_990, 'shardB')]),
+      applying,
+    );
     // lag 60 s: shardA keeps 1000 s of history (fine), shardB only 100 s (60 > 0.5 × 100)
     expect(
-      await g.check(session([window(1_000, 2_000, 'shardA'), window(1_900, 2_000, 'shardB')]), {
-        applying: true,
-        lagTimeSeconds: 60,
-      }),
+      await g.check(
+        session([window(1_000, 2_000, 'shardA'), window(1_900, 2_000, 'shardB')]),
+        applying,
+      ),
     ).toBeNull();
     expect(g.warnings).toHaveLength(1);
     expect(g.oplogTimeRemainingSeconds).toBe(40); // shardB: 100 s of history, 60 s behind
@@ -83,5 +89,61 @@ describe('HistoryGuard on a sharded source (one oplog window per shard)', () => 
       lagTimeSeconds: null,
     });
     expect(g.oplogTimeRemainingSeconds).toBe(100);
+  });
+});
+
+describe('HistoryGuard on an oplog that has not filled yet', () => {
+  /** A copy of `total` bytes, 100,000 copied per second of the guard's clock. */
+  function copying(windows: () => HistoryWindow[], total = 1_000_000) {
+    let now = 0;
+    const tally = { copiedBytes: 0 };
+    const s = {
+      job: { t0: ts(1_000), estimatedTotalBytes: total },
+      tally,
+      source: { historyWindows: async () => windows() },
+    } as unknown as JobSession;
+    const g = new HistoryGuard({
+      logger,
+      clock: { now: () => now, sleep: async () => undefined },
+    });
+    const look = async (atSeconds: number) => {
+      now = atSeconds * 1000;
+      tally.copiedBytes = atSeconds * 100_000;
+      return g.check(s, { applying: false, lagTimeSeconds: null });
+    };
+    return { g, look };
+  }
+
+  it('raises no warning while its oldest entry stays where it was (nothing is truncated)', async () => {
+    // A cluster loaded just before the sync: 60 s of history, T0 at its newest end, a copy
+    // expected to take 98 s more — but the oplog keeps everything so far.
+    const { g, look } = copying(() => [window(940, 1_000)], 10_000_000);
+    await look(0);
+    await look(2);
+    expect(g.warnings).toEqual([]);
+    // What the span says is still reported, as a lower bound.
+    expect(g.oplogTimeRemainingSeconds).toBe(60);
+  });
+
+  it('warns once the history is seen losing entries, and fails when T0 is gone', async () => {
+    let oldest = 940;
+    const { g, look } = copying(() => [window(oldest, 1_000)]);
+    await look(0);
+    await look(2);
+    expect(g.warnings).toEqual([]);
+    oldest = 945; // truncating: 55 s of history left for T0, ~8 s of copy to go at 100 kB/s
+    await look(2);
+    expect(g.warnings).toEqual([]); // 8 s < 0.5 × 55 s
+    oldest = 990; // 10 s left: 8 s > 0.5 × 10 s
+    await look(2);
+    expect(g.warnings).toHaveLength(1);
+    expect(g.warnings[0]).toMatch(/^OplogWindowSmall: the copy is expected to take about 8 s more/);
+    oldest = 1_001;
+    expect((await look(3))?.name).toBe('HistoryLostError');
+  });
+
+  it('fails at once when T0 is already gone, without waiting to see the history move', async () => {
+    const { look } = copying(() => [window(1_010, 1_100)]);
+    expect((await look(0))?.name).toBe('HistoryLostError');
   });
 });

@@ -35,6 +35,13 @@ const tsSeconds = (ts: Timestamp) => ts.getHighBits() >>> 0;
  * appears); T0 already gone while copying fails the run with HistoryLost at once, instead of
  * after the copy. On a sharded source every shard's oplog is looked at and the tightest one
  * decides (T0 must be in each). A source whose history cannot be read is not guarded.
+ *
+ * The window's time span is how long the history lasts only once the oplog is full and losing
+ * its oldest entries as new ones arrive. An oplog that has not filled yet (a new cluster, a
+ * test cluster loaded just before the sync) keeps everything, however short its span: no
+ * warning is raised for a history until this guard has seen its oldest entry move (mongod
+ * truncates a full oplog in steps of about a hundredth of its size, so a history that lasts
+ * minutes moves within seconds). T0 gone from the history fails the run whatever the span.
  */
 export class HistoryGuard {
   /** Current warnings (progress `warnings`), replaced at every look. */
@@ -43,9 +50,12 @@ export class HistoryGuard {
    * Seconds between the oldest entry of the source's history and the oldest one the sync still
    * needs (T0 while copying, the resume point while applying), tightest shard, as of the last
    * look; null before the first look or when the history cannot be read (progress
-   * `estimatedOplogTimeRemaining`).
+   * `estimatedOplogTimeRemaining`). While the history has not been seen losing entries this is
+   * a lower bound: nothing is truncated yet.
    */
   oplogTimeRemainingSeconds: number | null = null;
+  /** The oldest entry of each history (by shard; '' for a replica set) at its first look. */
+  private readonly firstOldest = new Map<string, Timestamp>();
   /** Copy rate reference: the first look that saw copied bytes in this process. */
   private rateFrom: { at: number; bytes: number } | null = null;
   private unsupported = false;
@@ -90,6 +100,10 @@ export class HistoryGuard {
       this.warnings = [];
       this.oplogTimeRemainingSeconds = null;
       return null;
+    }
+    for (const window of windows) {
+      const shard = window.shard ?? '';
+      if (!this.firstOldest.has(shard)) this.firstOldest.set(shard, window.oldest);
     }
     // A sharded source: every shard's oplog must keep what the sync needs; the tightest decides.
     const { job } = session;
@@ -161,6 +175,8 @@ export class HistoryGuard {
         );
       }
     }
+    // Not seen losing entries: the span is not how long the history lasts (see the class).
+    if (!this.truncating(window)) warnings.length = 0;
     if (warnings.length > 0 && this.warnings.length === 0) {
       this.options.logger.warn('source oplog window margin is small', {
         warning: warnings[0],
@@ -171,5 +187,11 @@ export class HistoryGuard {
     }
     this.warnings = warnings;
     return null;
+  }
+
+  /** `window`'s oldest entry moved since this guard first looked at it: the oplog truncates. */
+  private truncating(window: HistoryWindow): boolean {
+    const first = this.firstOldest.get(window.shard ?? '');
+    return first !== undefined && window.oldest.greaterThan(first);
   }
 }
