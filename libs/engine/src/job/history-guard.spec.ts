@@ -123,6 +123,7 @@ describe('HistoryGuard on an oplog that has not filled yet', () => {
     expect(g.warnings).toEqual([]);
     // What the span says is still reported, as a lower bound.
     expect(g.oplogTimeRemainingSeconds).toBe(60);
+    expect(g.oplogTimeRemainingIsLowerBound).toBe(true);
   });
 
   it('warns once the history is seen losing entries, and fails when T0 is gone', async () => {
@@ -131,9 +132,11 @@ describe('HistoryGuard on an oplog that has not filled yet', () => {
     await look(0);
     await look(2);
     expect(g.warnings).toEqual([]);
+    expect(g.oplogTimeRemainingIsLowerBound).toBe(true);
     oldest = 945; // truncating: 55 s of history left for T0, ~8 s of copy to go at 100 kB/s
     await look(2);
     expect(g.warnings).toEqual([]); // 8 s < 0.5 × 55 s
+    expect([g.oplogTimeRemainingSeconds, g.oplogTimeRemainingIsLowerBound]).toEqual([55, false]);
     oldest = 990; // 10 s left: 8 s > 0.5 × 10 s
     await look(2);
     expect(g.warnings).toHaveLength(1);

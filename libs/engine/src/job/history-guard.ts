@@ -50,10 +50,12 @@ export class HistoryGuard {
    * Seconds between the oldest entry of the source's history and the oldest one the sync still
    * needs (T0 while copying, the resume point while applying), tightest shard, as of the last
    * look; null before the first look or when the history cannot be read (progress
-   * `estimatedOplogTimeRemaining`). While the history has not been seen losing entries this is
-   * a lower bound: nothing is truncated yet.
+   * `estimatedOplogTimeRemaining`). While that history has not been seen losing entries this is
+   * a lower bound (`oplogTimeRemainingIsLowerBound`): nothing is truncated yet.
    */
   oplogTimeRemainingSeconds: number | null = null;
+  /** `oplogTimeRemainingSeconds` comes from a history not seen truncating: at least that long. */
+  oplogTimeRemainingIsLowerBound = false;
   /** The oldest entry of each history (by shard; '' for a replica set) at its first look. */
   private readonly firstOldest = new Map<string, Timestamp>();
   /** Copy rate reference: the first look that saw copied bytes in this process. */
@@ -99,6 +101,7 @@ export class HistoryGuard {
       this.unsupported = true;
       this.warnings = [];
       this.oplogTimeRemainingSeconds = null;
+      this.oplogTimeRemainingIsLowerBound = false;
       return null;
     }
     for (const window of windows) {
@@ -175,8 +178,12 @@ export class HistoryGuard {
         );
       }
     }
-    // Not seen losing entries: the span is not how long the history lasts (see the class).
-    if (!this.truncating(window)) warnings.length = 0;
+    // Not seen losing entries: the span is not how long the history lasts (see the class). The
+    // tightest history decides the figure: if it is a lower bound, every history keeps at least
+    // that long (a truncating one's estimate is larger); if not, it is the smallest.
+    const truncating = this.truncating(window);
+    this.oplogTimeRemainingIsLowerBound = !truncating;
+    if (!truncating) warnings.length = 0;
     if (warnings.length > 0 && this.warnings.length === 0) {
       this.options.logger.warn('source oplog window margin is small', {
         warning: warnings[0],

@@ -148,4 +148,42 @@ describe('progress snapshots', () => {
     expect(merged.oplogTimeRemainingSeconds).toBe(3_600);
     expect(mergeSnapshots([base({}), base({})])!.oplogTimeRemainingSeconds).toBeNull();
   });
+
+  it('render: an oplog not seen truncating yet gives a lower bound, worded as one', () => {
+    // A fresh source: 3 minutes of history, nothing truncated — not "less than 15 minutes".
+    expect(
+      renderProgress(base({ oplogTimeRemainingSeconds: 200, oplogTimeRemainingIsLowerBound: true }))
+        .estimatedOplogTimeRemaining,
+    ).toBe('at least 3 minutes (the oplog has not filled yet)');
+    expect(describeOplogTimeRemaining(3 * 3600 + 5, true)).toBe(
+      'at least 3 hours (the oplog has not filled yet)',
+    );
+    expect(describeOplogTimeRemaining(80 * 3600, true)).toBe('more than 72 hours');
+    expect(describeOplogTimeRemaining(200)).toBe('less than 15 minutes');
+  });
+
+  it('merge: the smallest figure decides, and whether it is a lower bound goes with it', () => {
+    const figure = (s: ProgressSnapshot) => [
+      s.oplogTimeRemainingSeconds,
+      s.oplogTimeRemainingIsLowerBound,
+    ];
+    // A worker whose oplog keeps everything (at least 60 s) beside one truncating (100 s left):
+    // every history keeps at least 60 s.
+    const lb = { oplogTimeRemainingSeconds: 60, oplogTimeRemainingIsLowerBound: true };
+    expect(figure(mergeSnapshots([base(lb), base({ oplogTimeRemainingSeconds: 100 })])!)).toEqual([
+      60,
+      true,
+    ]);
+    // The truncating one is the tightest: its estimate is the answer, whichever worker is the
+    // least advanced (whose other fields the merge starts from).
+    const merged = mergeSnapshots([
+      base({ ...lb, oplogTimeRemainingSeconds: 120 }),
+      base({ oplogTimeRemainingSeconds: 100 }),
+    ])!;
+    expect(figure(merged)).toEqual([100, false]);
+    expect(figure(mergeSnapshots([base(lb), base({ oplogTimeRemainingSeconds: 60 })])!)).toEqual([
+      60,
+      false,
+    ]);
+  });
 });

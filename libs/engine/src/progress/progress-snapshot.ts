@@ -53,14 +53,30 @@ export interface ProgressSnapshot extends ProgressInputs {
    * unreadable: progress `estimatedOplogTimeRemaining`. Absent from older builds' snapshots.
    */
   oplogTimeRemainingSeconds?: number | null;
+  /**
+   * `oplogTimeRemainingSeconds` is a lower bound: the tightest history has not been seen losing
+   * entries (an oplog that has not filled yet keeps everything, however short its span).
+   */
+  oplogTimeRemainingIsLowerBound?: boolean;
 }
 
-/** MongoDB's tool words the oplog time left as "45 minutes", "12 hours", or these bounds. */
-export function describeOplogTimeRemaining(seconds: number | null | undefined): string {
+/**
+ * MongoDB's tool words the oplog time left as "45 minutes", "12 hours", or these bounds. A lower
+ * bound (an oplog not seen truncating yet) reads "at least 3 minutes (the oplog has not filled
+ * yet)": its span says only how old the history is, not how long it will last.
+ */
+export function describeOplogTimeRemaining(
+  seconds: number | null | undefined,
+  lowerBound = false,
+): string {
   if (seconds === null || seconds === undefined) return 'not checked yet';
   const minutes = Math.floor(seconds / 60);
-  if (minutes < 15) return 'less than 15 minutes';
   if (minutes > 72 * 60) return 'more than 72 hours';
+  if (lowerBound) {
+    const atLeast = minutes < 120 ? `${minutes} minutes` : `${Math.floor(minutes / 60)} hours`;
+    return `at least ${atLeast} (the oplog has not filled yet)`;
+  }
+  if (minutes < 15) return 'less than 15 minutes';
   if (minutes < 120) return `${minutes} minutes`;
   return `${Math.floor(minutes / 60)} hours`;
 }
@@ -167,6 +183,9 @@ export function snapshotOf(src: SnapshotSources): ProgressSnapshot {
     retries: runner?.retries ?? 0,
     retriedOperations: runner?.retriedOperations.total ?? 0,
     oplogTimeRemainingSeconds: runner?.historyGuard.oplogTimeRemainingSeconds ?? null,
+    ...(runner?.historyGuard.oplogTimeRemainingIsLowerBound
+      ? { oplogTimeRemainingIsLowerBound: true }
+      : {}),
     verification:
       runner?.verification.status(
         job,
@@ -222,6 +241,7 @@ export function renderProgress(snapshot: ProgressSnapshot): Progress {
   if (snapshot.state === 'RUNNING' && !snapshot.canWrite) {
     progress.estimatedOplogTimeRemaining = describeOplogTimeRemaining(
       snapshot.oplogTimeRemainingSeconds,
+      snapshot.oplogTimeRemainingIsLowerBound === true,
     );
   }
   return progress;
@@ -275,14 +295,30 @@ export function mergeSnapshots(snapshots: ProgressSnapshot[]): ProgressSnapshot 
     warnings: [...new Set(snapshots.flatMap((s) => s.warnings ?? []))],
     retries: snapshots.reduce((sum, s) => sum + (s.retries ?? 0), 0),
     retriedOperations: snapshots.reduce((sum, s) => sum + (s.retriedOperations ?? 0), 0),
-    oplogTimeRemainingSeconds: tightest(snapshots.map((s) => s.oplogTimeRemainingSeconds)),
+    ...tightestOplog(snapshots),
   };
 }
 
-/** The smallest known figure (the tightest oplog decides), null when none is known. */
-function tightest(values: Array<number | null | undefined>): number | null {
-  const known = values.filter((v): v is number => typeof v === 'number');
-  return known.length === 0 ? null : Math.min(...known);
+/**
+ * The smallest known oplog figure (the tightest oplog decides), null when none is known. A lower
+ * bound that is the smallest stays one (every history keeps at least that long); an estimate
+ * below every lower bound is the answer (the others keep longer than it).
+ */
+function tightestOplog(
+  snapshots: ProgressSnapshot[],
+): Pick<ProgressSnapshot, 'oplogTimeRemainingSeconds' | 'oplogTimeRemainingIsLowerBound'> {
+  let best: { seconds: number; lowerBound: boolean } | null = null;
+  for (const s of snapshots) {
+    if (typeof s.oplogTimeRemainingSeconds !== 'number') continue;
+    const lowerBound = s.oplogTimeRemainingIsLowerBound === true;
+    const seconds = s.oplogTimeRemainingSeconds;
+    if (!best || seconds < best.seconds || (seconds === best.seconds && !lowerBound))
+      best = { seconds, lowerBound };
+  }
+  return {
+    oplogTimeRemainingSeconds: best?.seconds ?? null,
+    oplogTimeRemainingIsLowerBound: best?.lowerBound === true,
+  };
 }
 
 /** Counts add up; the phase is the most telling one (failed, then the least advanced). */
