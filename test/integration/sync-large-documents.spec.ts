@@ -35,10 +35,10 @@ function documentOf(size: number, id: unknown, extra: Document = {}): AnyDoc {
 
 /**
  * Documents at MongoDB's size limit (16 MiB − 1 byte): the initial copy (raw batches and the
- * insert message around them), updates replayed onto them, the live verifier and the commit's
- * final pass, and a byte-for-byte comparison at the end. (Not here: a change event that
- * carries such a document whole — an insert or replace during change application — exceeds
- * 16 MiB itself; see the README's limits.)
+ * insert message around them), updates replayed onto them, inserts and replacements of such
+ * documents during change application (their change events carry the document whole: a little
+ * over 16 MiB, within the 16 MiB + 16 KiB a server returns), the live verifier and the commit's
+ * final pass, and a byte-for-byte comparison at the end.
  */
 describeOn('replicaSets')('documents at the 16 MiB limit', () => {
   let c: AuthClusters;
@@ -70,8 +70,14 @@ describeOn('replicaSets')('documents at the 16 MiB limit', () => {
     // Updates replayed as $set on documents at the limit (the size stays 16 MiB − 1 byte).
     await big.updateOne({ _id: 'at-limit' } as Document, { $set: { 'a.b': new Int32(7) } });
     await big.updateOne({ _id: 'also-at-limit' } as Document, { $inc: { n: new Int32(1) } });
+    // Change events that carry a document at the limit whole: an insert and a replacement.
+    await big.insertOne(documentOf(MAX_BSON - 1, 'inserted-at-limit', { n: new Int32(2) }));
+    await big.replaceOne(
+      { _id: 7 } as Document,
+      documentOf(MAX_BSON - 1, 7, { replaced: true }) as Document,
+    );
     // Sizes as stored: the raw bytes the server returns.
-    for (const id of ['at-limit', 'also-at-limit']) {
+    for (const id of ['at-limit', 'also-at-limit', 'inserted-at-limit', 7]) {
       const raw = (await big.findOne({ _id: id } as Document, { raw: true })) as unknown as Buffer;
       expect(raw.length).toBe(MAX_BSON - 1);
     }
@@ -81,7 +87,11 @@ describeOn('replicaSets')('documents at the 16 MiB limit', () => {
           .db(testDb('blobs'))
           .collection<AnyDoc>('big')
           .findOne({ _id: 'at-limit' } as Document);
-        return (dst?.a as { b?: unknown } | undefined)?.b === 7;
+        const replaced = await c.dst
+          .db(testDb('blobs'))
+          .collection<AnyDoc>('big')
+          .findOne({ _id: 7 } as Document, { projection: { replaced: 1 } });
+        return (dst?.a as { b?: unknown } | undefined)?.b === 7 && replaced?.replaced === true;
       },
       60_000,
       'the updates on the destination',

@@ -1,7 +1,7 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { DestinationWriteError, type WriteOp } from '@sync/engine/apply';
 import { labelsOf } from '@sync/engine';
-import { MongoBulkWriteError, MongoClient, MongoNetworkError } from 'mongodb';
+import { BSON, Binary, MongoBulkWriteError, MongoClient, MongoNetworkError } from 'mongodb';
 import { MongoChangeWriter, WriteConcernFailedError } from './change-writer';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
@@ -56,6 +56,27 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     { kind: 'update', filter: { _id: 1 }, update: { $set: { u: 2 } } },
     { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
   ];
+
+  it('writes a replacement at the 16 MiB limit beside the bulk the driver would refuse for it', async () => {
+    // A document of 16 MiB − 1 byte: its replace-upsert statement is over the 16 MiB the
+    // driver's bulk API checks, though mongod takes it.
+    const limit = 16 * 1024 * 1024;
+    const base = { _id: 5, u: 5, payload: new Binary(Buffer.alloc(0)) };
+    const pad = limit - 1 - BSON.serialize(base).length;
+    const big = { ...base, payload: new Binary(Buffer.alloc(pad, 3)) };
+    expect(BSON.serialize(big).length).toBe(limit - 1);
+    const failures = await writer.bulkWrite(ns, [
+      conflicting[0]!,
+      { kind: 'replace', filter: { _id: 5 }, replacement: big },
+      conflicting[1]!,
+    ]);
+    // The small ops' failure keeps its index in the call; the large one and the rest applied.
+    expect(failures.map((f) => [f.index, f.code])).toEqual([[0, 11000]]);
+    const coll = client.db(ns.db).collection(ns.coll);
+    const stored = (await coll.findOne({ _id: 5 } as never, { raw: true })) as unknown as Buffer;
+    expect(Buffer.compare(stored, Buffer.from(BSON.serialize(big)))).toBe(0);
+    expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2, x: 1 });
+  });
 
   it('maps a duplicate key to a per-op failure when the write concern is met', async () => {
     const failures = await writer.bulkWrite(ns, conflicting);

@@ -1,7 +1,9 @@
-import type { Document } from 'bson';
+import { BSON, type Document } from 'bson';
 import {
   MongoBulkWriteError,
+  MongoInvalidArgumentError,
   MongoServerError,
+  WriteConcern,
   MongoWriteConcernError,
   type AnyBulkWriteOperation,
   type Collection,
@@ -16,8 +18,16 @@ import {
   type WriteOp,
 } from '@sync/engine/apply';
 import { labelFault, labelsForCode, type ClaimGuard } from '@sync/engine';
+import { DocumentSequenceImpl } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
+
+/**
+ * The driver's bulk API refuses a statement of this size or more (its `maxBsonObjectSize`
+ * check), though mongod takes a statement up to 16 MiB + 16 KiB: the replacement of a document
+ * at MongoDB's 16 MiB limit, wrapped as `{q, u, upsert}`, is over it.
+ */
+const DRIVER_STATEMENT_LIMIT = 16 * 1024 * 1024;
 
 interface QueuedBulk {
   ns: Namespace;
@@ -149,6 +159,9 @@ export class MongoChangeWriter implements ChangeWriter {
       });
       return [];
     } catch (error) {
+      // Refused before anything was sent: a replacement too large for the driver's bulk API.
+      if (error instanceof MongoInvalidArgumentError)
+        return this.withLargeReplacements(ns, ops, error);
       // Checked first: per-op failures next to a write concern error must not hide it (the
       // writes that "succeeded" are not known to be durable, so no checkpoint may pass them).
       throwIfWriteConcernFailed(error, `${ns.db}.${ns.coll}`);
@@ -162,6 +175,77 @@ export class MongoChangeWriter implements ChangeWriter {
         faultLabels: writeErrorLabels(e.code),
       }));
     }
+  }
+
+  /**
+   * A bulk the driver refused to build: the replacements whose statement reaches its size check
+   * (documents at the 16 MiB limit) are sent alone, each as an `update` command whose statement
+   * travels as a document sequence of its bytes (mongod takes up to 16 MiB + 16 KiB), the rest
+   * as a bulk; failures are mapped back to indexes of `ops`. Without such a replacement, or
+   * without the driver's document sequence, the refusal stands.
+   */
+  private async withLargeReplacements(
+    ns: Namespace,
+    ops: WriteOp[],
+    refusal: MongoInvalidArgumentError,
+  ): Promise<WriteFailure[]> {
+    const large: number[] = [];
+    const rest: number[] = [];
+    ops.forEach((op, i) => (isLargeReplacement(op) ? large : rest).push(i));
+    if (large.length === 0 || !DocumentSequenceImpl) throw labelDriverError(refusal);
+    const parts = await Promise.allSettled([
+      this.bulkCommand(
+        ns,
+        rest.map((i) => ops[i]!),
+      ).then((failures) => failures.map((f) => ({ ...f, index: rest[f.index]! }))),
+      ...large.map((i) =>
+        this.replaceAlone(ns, ops[i] as ReplaceOp).then((failures) =>
+          failures.map((f) => ({ ...f, index: i })),
+        ),
+      ),
+    ]);
+    const rejected = parts.filter((p) => p.status === 'rejected').map((p) => p.reason as unknown);
+    if (rejected.length > 0) {
+      throw rejected.find((e) => e instanceof WriteConcernFailedError) ?? rejected[0];
+    }
+    return parts.flatMap((p) => (p.status === 'fulfilled' ? p.value : []));
+  }
+
+  /** One replace-with-upsert as an `update` command of its own, its statement sent as bytes. */
+  private async replaceAlone(ns: Namespace, op: ReplaceOp): Promise<WriteFailure[]> {
+    this.guard?.assertHeld();
+    const statement = BSON.serialize(statementOf(op), { checkKeys: false, ignoreUndefined: false });
+    const updates = new DocumentSequenceImpl!('updates');
+    updates.push(statement, statement);
+    const db = this.client.db(ns.db);
+    const command: Document = {
+      update: ns.coll,
+      updates,
+      ordered: true,
+      bypassDocumentValidation: true,
+    };
+    if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
+    const reply = (await db.command(command).catch((error: unknown) => {
+      throw labelDriverError(error);
+    })) as {
+      writeErrors?: Array<{ code?: number; errmsg?: string }>;
+      writeConcernError?: Document;
+    };
+    if (reply.writeConcernError) {
+      throwIfWriteConcernFailed(
+        new MongoServerError({
+          message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
+          writeConcernError: reply.writeConcernError,
+        }),
+        `${ns.db}.${ns.coll}`,
+      );
+    }
+    return (reply.writeErrors ?? []).map((e) => ({
+      index: 0,
+      code: e.code,
+      message: e.errmsg ?? '',
+      faultLabels: writeErrorLabels(e.code),
+    }));
   }
 
   /** Driver Collection handles, cached: building Db/Collection resolves options every time. */
@@ -255,6 +339,21 @@ export function throwIfWriteConcernFailed(error: unknown, namespace: string): vo
       cause: error,
     });
   }
+}
+
+type ReplaceOp = Extract<WriteOp, { kind: 'replace' }>;
+
+/** A replace-with-upsert as the update command's statement. */
+function statementOf(op: ReplaceOp): Document {
+  return { q: op.filter, u: op.replacement, upsert: true, multi: false };
+}
+
+/** A replacement whose statement the driver's bulk API refuses for its size. */
+function isLargeReplacement(op: WriteOp): boolean {
+  return (
+    op.kind === 'replace' &&
+    BSON.calculateObjectSize(statementOf(op), { ignoreUndefined: false }) >= DRIVER_STATEMENT_LIMIT
+  );
 }
 
 function toModel(op: WriteOp): AnyBulkWriteOperation<Document> {

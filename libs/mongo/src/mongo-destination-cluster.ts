@@ -7,39 +7,17 @@ import {
   type IndexModification,
   type InsertResult,
 } from '@sync/engine';
-import { createRequire } from 'node:module';
 import { BSON, EJSON, type Document, type Timestamp } from 'bson';
 import { MongoBulkWriteError, MongoServerError, WriteConcern, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
 import { throwIfWriteConcernFailed } from './change-writer';
+import { DocumentSequenceImpl } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
 import { balancerMode, isMongos, setBalancer } from './sharding-metadata';
 
 const NAMESPACE_EXISTS = 48;
 const NAMESPACE_NOT_FOUND = 26;
-
-/**
- * The driver's OP_MSG document sequence (section kind 1), which it sends as given: a buffer
- * pushed into it is written to the wire byte for byte. The driver keeps it internal (its client
- * bulkWrite uses it), so it is looked up once from the driver's own module and the raw insert
- * falls back to decoding when a driver version does not have it.
- */
-interface DocumentSequence {
-  push(document: unknown, buffer: Uint8Array): number;
-}
-type DocumentSequenceClass = new (field: string) => DocumentSequence;
-const DocumentSequenceImpl: DocumentSequenceClass | null = (() => {
-  try {
-    const driver = createRequire(require.resolve('mongodb'));
-    const commands = driver('./cmap/commands') as { DocumentSequence?: unknown };
-    return typeof commands.DocumentSequence === 'function'
-      ? (commands.DocumentSequence as DocumentSequenceClass)
-      : null;
-  } catch {
-    return null;
-  }
-})();
 
 interface InsertReply {
   n?: number;
