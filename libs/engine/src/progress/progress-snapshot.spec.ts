@@ -154,7 +154,10 @@ describe('progress snapshots', () => {
     expect(
       renderProgress(base({ oplogTimeRemainingSeconds: 200, oplogTimeRemainingIsLowerBound: true }))
         .estimatedOplogTimeRemaining,
-    ).toBe('at least 3 minutes (the oplog has not filled yet)');
+    ).toBe('not known yet (the oplog has not filled yet)');
+    expect(describeOplogTimeRemaining(45 * 60, true)).toBe(
+      'at least 45 minutes (the oplog has not filled yet)',
+    );
     expect(describeOplogTimeRemaining(3 * 3600 + 5, true)).toBe(
       'at least 3 hours (the oplog has not filled yet)',
     );

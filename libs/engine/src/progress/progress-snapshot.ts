@@ -62,8 +62,9 @@ export interface ProgressSnapshot extends ProgressInputs {
 
 /**
  * MongoDB's tool words the oplog time left as "45 minutes", "12 hours", or these bounds. A lower
- * bound (an oplog not seen truncating yet) reads "at least 3 minutes (the oplog has not filled
- * yet)": its span says only how old the history is, not how long it will last.
+ * bound (an oplog not seen truncating yet: its span says only how old the history is, not how
+ * long it will last) reads "at least 2 hours (the oplog has not filled yet)", and below 15
+ * minutes — which says nothing — "not known yet (the oplog has not filled yet)".
  */
 export function describeOplogTimeRemaining(
   seconds: number | null | undefined,
@@ -73,6 +74,7 @@ export function describeOplogTimeRemaining(
   const minutes = Math.floor(seconds / 60);
   if (minutes > 72 * 60) return 'more than 72 hours';
   if (lowerBound) {
+    if (minutes < 15) return 'not known yet (the oplog has not filled yet)';
     const atLeast = minutes < 120 ? `${minutes} minutes` : `${Math.floor(minutes / 60)} hours`;
     return `at least ${atLeast} (the oplog has not filled yet)`;
   }

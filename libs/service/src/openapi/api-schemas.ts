@@ -102,7 +102,7 @@ export function apiSchemas(): Record<string, SchemaObject> {
         estimatedOplogTimeRemaining: {
           type: 'string',
           description:
-            "How long the oldest entry the sync still needs (T0 while copying, the resume point while applying) stays ahead of the oldest entry of the source's oplog (tightest shard): \"45 minutes\", \"12 hours\", \"less than 15 minutes\", \"more than 72 hours\" or \"not checked yet\"; while that oplog has not been seen dropping entries (it has not filled yet, so its span is no estimate), a lower bound: \"at least 3 minutes (the oplog has not filled yet)\". Only while RUNNING and before canWrite.",
+            "How long the oldest entry the sync still needs (T0 while copying, the resume point while applying) stays ahead of the oldest entry of the source's oplog (tightest shard): \"45 minutes\", \"12 hours\", \"less than 15 minutes\", \"more than 72 hours\" or \"not checked yet\"; while that oplog has not been seen dropping entries (it has not filled yet, so its span is no estimate), a lower bound: \"at least 2 hours (the oplog has not filled yet)\", or \"not known yet (the oplog has not filled yet)\" below 15 minutes. Only while RUNNING and before canWrite.",
         },
         source: {
           type: 'object',
