@@ -171,7 +171,12 @@ export async function commitAndWait(job: SyncJob): Promise<void> {
     () => JSON.stringify(job.progress()),
   );
   await job.commit();
-  await waitFor(() => job.progress().state === 'COMMITTED', 30_000, 'COMMITTED');
+  await waitFor(
+    () => job.progress().state === 'COMMITTED',
+    30_000,
+    'COMMITTED',
+    () => JSON.stringify(job.progress()),
+  );
 }
 
 /** Two sharded clusters and per-shard worker engines, for the per-shard specs. */
