@@ -76,6 +76,12 @@ describeOn('replicaSets')('documents at the 16 MiB limit', () => {
       { _id: 7 } as Document,
       documentOf(MAX_BSON - 1, 7, { replaced: true }) as Document,
     );
+    // An update that rewrites the large field itself: its replayed $set is over 16 MiB too.
+    const rewritten = documentOf(MAX_BSON - 1, 'inserted-at-limit', { n: new Int32(2) });
+    const payloadBytes = (rewritten.payload as Binary).length();
+    await big.updateOne({ _id: 'inserted-at-limit' } as Document, {
+      $set: { payload: new Binary(Buffer.alloc(payloadBytes, 5)) },
+    });
     // Sizes as stored: the raw bytes the server returns.
     for (const id of ['at-limit', 'also-at-limit', 'inserted-at-limit', 7]) {
       const raw = (await big.findOne({ _id: id } as Document, { raw: true })) as unknown as Buffer;

@@ -78,6 +78,25 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2, x: 1 });
   });
 
+  it('writes an update whose $set nearly fills 16 MiB, beside the rest of its bulk', async () => {
+    const limit = 16 * 1024 * 1024;
+    const coll = client.db(ns.db).collection(ns.coll);
+    await coll.insertOne({ _id: 6, u: 6, payload: new Binary(Buffer.alloc(0)) } as never);
+    // The payload that makes the document 16 MiB − 1 byte: the statement {q, u: {$set}} is over
+    // the driver's 16 MiB check.
+    const empty = BSON.serialize({ _id: 6, u: 6, payload: new Binary(Buffer.alloc(0)) }).length;
+    const payload = new Binary(Buffer.alloc(limit - 1 - empty, 9));
+    const failures = await writer.bulkWrite(ns, [
+      { kind: 'update', filter: { _id: 6 }, update: { $set: { payload } } },
+      conflicting[1]!,
+    ]);
+    expect(failures).toEqual([]);
+    const stored = (await coll.findOne({ _id: 6 } as never, { raw: true })) as unknown as Buffer;
+    expect(stored.length).toBe(limit - 1);
+    expect(Buffer.compare(stored, Buffer.from(BSON.serialize({ _id: 6, u: 6, payload })))).toBe(0);
+    expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2, x: 1 });
+  });
+
   it('maps a duplicate key to a per-op failure when the write concern is met', async () => {
     const failures = await writer.bulkWrite(ns, conflicting);
     expect(failures).toEqual([

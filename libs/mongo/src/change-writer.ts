@@ -161,7 +161,7 @@ export class MongoChangeWriter implements ChangeWriter {
     } catch (error) {
       // Refused before anything was sent: a replacement too large for the driver's bulk API.
       if (error instanceof MongoInvalidArgumentError)
-        return this.withLargeReplacements(ns, ops, error);
+        return this.withLargeStatements(ns, ops, error);
       // Checked first: per-op failures next to a write concern error must not hide it (the
       // writes that "succeeded" are not known to be durable, so no checkpoint may pass them).
       throwIfWriteConcernFailed(error, `${ns.db}.${ns.coll}`);
@@ -178,20 +178,21 @@ export class MongoChangeWriter implements ChangeWriter {
   }
 
   /**
-   * A bulk the driver refused to build: the replacements whose statement reaches its size check
-   * (documents at the 16 MiB limit) are sent alone, each as an `update` command whose statement
-   * travels as a document sequence of its bytes (mongod takes up to 16 MiB + 16 KiB), the rest
-   * as a bulk; failures are mapped back to indexes of `ops`. Without such a replacement, or
-   * without the driver's document sequence, the refusal stands.
+   * A bulk the driver refused to build: the replacements and updates whose statement reaches its
+   * size check (a document at the 16 MiB limit, a `$set` of a field nearly as large) are sent
+   * alone, each as an `update` command whose statement travels as a document sequence of its
+   * bytes (mongod takes up to 16 MiB + 16 KiB), the rest as a bulk; failures are mapped back to
+   * indexes of `ops`. Without such a statement, or without the driver's document sequence, the
+   * refusal stands.
    */
-  private async withLargeReplacements(
+  private async withLargeStatements(
     ns: Namespace,
     ops: WriteOp[],
     refusal: MongoInvalidArgumentError,
   ): Promise<WriteFailure[]> {
     const large: number[] = [];
     const rest: number[] = [];
-    ops.forEach((op, i) => (isLargeReplacement(op) ? large : rest).push(i));
+    ops.forEach((op, i) => (isLargeStatement(op) ? large : rest).push(i));
     if (large.length === 0 || !DocumentSequenceImpl) throw labelDriverError(refusal);
     const parts = await Promise.allSettled([
       this.bulkCommand(
@@ -199,7 +200,7 @@ export class MongoChangeWriter implements ChangeWriter {
         rest.map((i) => ops[i]!),
       ).then((failures) => failures.map((f) => ({ ...f, index: rest[f.index]! }))),
       ...large.map((i) =>
-        this.replaceAlone(ns, ops[i] as ReplaceOp).then((failures) =>
+        this.updateAlone(ns, ops[i] as StatementOp).then((failures) =>
           failures.map((f) => ({ ...f, index: i })),
         ),
       ),
@@ -211,8 +212,8 @@ export class MongoChangeWriter implements ChangeWriter {
     return parts.flatMap((p) => (p.status === 'fulfilled' ? p.value : []));
   }
 
-  /** One replace-with-upsert as an `update` command of its own, its statement sent as bytes. */
-  private async replaceAlone(ns: Namespace, op: ReplaceOp): Promise<WriteFailure[]> {
+  /** One replacement or update as an `update` command of its own, its statement sent as bytes. */
+  private async updateAlone(ns: Namespace, op: StatementOp): Promise<WriteFailure[]> {
     this.guard?.assertHeld();
     const statement = BSON.serialize(statementOf(op), { checkKeys: false, ignoreUndefined: false });
     const updates = new DocumentSequenceImpl!('updates');
@@ -341,17 +342,20 @@ export function throwIfWriteConcernFailed(error: unknown, namespace: string): vo
   }
 }
 
-type ReplaceOp = Extract<WriteOp, { kind: 'replace' }>;
+/** The ops the update command carries: a replace-with-upsert, an update without upsert. */
+type StatementOp = Extract<WriteOp, { kind: 'replace' | 'update' }>;
 
-/** A replace-with-upsert as the update command's statement. */
-function statementOf(op: ReplaceOp): Document {
-  return { q: op.filter, u: op.replacement, upsert: true, multi: false };
+/** The op as the update command's statement (as toModel's would be sent). */
+function statementOf(op: StatementOp): Document {
+  return op.kind === 'replace'
+    ? { q: op.filter, u: op.replacement, upsert: true, multi: false }
+    : { q: op.filter, u: op.update, upsert: false, multi: false };
 }
 
-/** A replacement whose statement the driver's bulk API refuses for its size. */
-function isLargeReplacement(op: WriteOp): boolean {
+/** A replacement or update whose statement the driver's bulk API refuses for its size. */
+function isLargeStatement(op: WriteOp): boolean {
   return (
-    op.kind === 'replace' &&
+    op.kind !== 'delete' &&
     BSON.calculateObjectSize(statementOf(op), { ignoreUndefined: false }) >= DRIVER_STATEMENT_LIMIT
   );
 }
