@@ -7,6 +7,7 @@ import {
   MongoWriteConcernError,
   type AnyBulkWriteOperation,
   type Collection,
+  type Db,
   type MongoClient,
   type WriteError,
 } from 'mongodb';
@@ -18,7 +19,7 @@ import {
   type WriteOp,
 } from '@sync/engine/apply';
 import { labelFault, labelsForCode, type ClaimGuard } from '@sync/engine';
-import { DocumentSequenceImpl } from './document-sequence';
+import { DocumentSequenceImpl, documentSequence } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
 
@@ -132,21 +133,11 @@ export class MongoChangeWriter implements ChangeWriter {
     const others: number[] = [];
     ops.forEach((op, index) => (op.kind === 'delete' ? deletes : others).push(index));
     if (deletes.length === 0 || others.length === 0) return this.bulkCommand(ns, ops);
-    const parts = await Promise.allSettled(
-      [others, deletes].map(async (indexes) => {
-        const failures = await this.bulkCommand(
-          ns,
-          indexes.map((i) => ops[i]),
-        );
-        return failures.map((f) => ({ ...f, index: indexes[f.index] }));
-      }),
-    );
-    // A write concern error first (see bulkCommand), then any other whole-bulk error.
-    const rejected = parts.filter((p) => p.status === 'rejected').map((p) => p.reason as unknown);
-    if (rejected.length > 0) {
-      throw rejected.find((e) => e instanceof WriteConcernFailedError) ?? rejected[0];
-    }
-    return parts.flatMap((p) => (p.status === 'fulfilled' ? p.value : []));
+    const bulk = (part: WriteOp[]) => this.bulkCommand(ns, part);
+    return sentInGroups(ops, [
+      [others, bulk],
+      [deletes, bulk],
+    ]);
   }
 
   private async bulkCommand(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
@@ -194,53 +185,26 @@ export class MongoChangeWriter implements ChangeWriter {
     const rest: number[] = [];
     ops.forEach((op, i) => (isLargeStatement(op) ? large : rest).push(i));
     if (large.length === 0 || !DocumentSequenceImpl) throw labelDriverError(refusal);
-    const parts = await Promise.allSettled([
-      this.bulkCommand(
-        ns,
-        rest.map((i) => ops[i]!),
-      ).then((failures) => failures.map((f) => ({ ...f, index: rest[f.index]! }))),
-      ...large.map((i) =>
-        this.updateAlone(ns, ops[i] as StatementOp).then((failures) =>
-          failures.map((f) => ({ ...f, index: i })),
-        ),
-      ),
+    return sentInGroups(ops, [
+      [rest, (part) => this.bulkCommand(ns, part)],
+      ...large.map((i): SendGroup => [[i], ([op]) => this.updateAlone(ns, op as StatementOp)]),
     ]);
-    const rejected = parts.filter((p) => p.status === 'rejected').map((p) => p.reason as unknown);
-    if (rejected.length > 0) {
-      throw rejected.find((e) => e instanceof WriteConcernFailedError) ?? rejected[0];
-    }
-    return parts.flatMap((p) => (p.status === 'fulfilled' ? p.value : []));
   }
 
   /** One replacement or update as an `update` command of its own, its statement sent as bytes. */
   private async updateAlone(ns: Namespace, op: StatementOp): Promise<WriteFailure[]> {
     this.guard?.assertHeld();
     const statement = BSON.serialize(statementOf(op), { checkKeys: false, ignoreUndefined: false });
-    const updates = new DocumentSequenceImpl!('updates');
-    updates.push(statement, statement);
-    const db = this.client.db(ns.db);
-    const command: Document = {
-      update: ns.coll,
-      updates,
-      ordered: true,
-      bypassDocumentValidation: true,
-    };
-    if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
-    const reply = (await db.command(command).catch((error: unknown) => {
-      throw labelDriverError(error);
-    })) as {
-      writeErrors?: Array<{ code?: number; errmsg?: string }>;
-      writeConcernError?: Document;
-    };
-    if (reply.writeConcernError) {
-      throwIfWriteConcernFailed(
-        new MongoServerError({
-          message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
-          writeConcernError: reply.writeConcernError,
-        }),
-        `${ns.db}.${ns.coll}`,
-      );
-    }
+    const reply = await sendRawWrite(
+      this.client.db(ns.db),
+      {
+        update: ns.coll,
+        updates: documentSequence('updates', [statement]),
+        ordered: true,
+        bypassDocumentValidation: true,
+      },
+      `${ns.db}.${ns.coll}`,
+    );
     return (reply.writeErrors ?? []).map((e) => ({
       index: 0,
       code: e.code,
@@ -340,6 +304,62 @@ export function throwIfWriteConcernFailed(error: unknown, namespace: string): vo
       cause: error,
     });
   }
+}
+
+/** Some of a call's ops (by their indexes in it), and how they are sent. */
+type SendGroup = [indexes: number[], send: (part: WriteOp[]) => Promise<WriteFailure[]>];
+
+/**
+ * Groups of a call's ops sent at once, their failures mapped back to indexes of `ops`. A group
+ * that failed as a whole fails the call: a write concern error first (see bulkCommand), then any
+ * other whole-bulk error.
+ */
+async function sentInGroups(ops: WriteOp[], groups: SendGroup[]): Promise<WriteFailure[]> {
+  const parts = await Promise.allSettled(
+    groups.map(async ([indexes, send]) => {
+      const failures = await send(indexes.map((i) => ops[i]!));
+      return failures.map((f) => ({ ...f, index: indexes[f.index]! }));
+    }),
+  );
+  const rejected = parts.filter((p) => p.status === 'rejected').map((p) => p.reason as unknown);
+  if (rejected.length > 0) {
+    throw rejected.find((e) => e instanceof WriteConcernFailedError) ?? rejected[0];
+  }
+  return parts.flatMap((p) => (p.status === 'fulfilled' ? p.value : []));
+}
+
+/** A write command's reply, as the raw writes read it. */
+export interface RawWriteReply {
+  n?: number;
+  writeErrors?: Array<{ index: number; code: number; errmsg?: string }>;
+  writeConcernError?: Document;
+}
+
+/**
+ * A write command built with `documentSequence` (insert, update), under the database's write
+ * concern. A failed command throws, labelled; a write concern error in the reply throws
+ * WriteConcernFailedError (the writes are not known to be durable); otherwise the reply is
+ * returned for its `n` and `writeErrors`.
+ */
+export async function sendRawWrite(
+  db: Db,
+  command: Document,
+  namespace: string,
+): Promise<RawWriteReply> {
+  if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
+  const reply = (await db.command(command).catch((error: unknown) => {
+    throw labelDriverError(error);
+  })) as RawWriteReply;
+  if (reply.writeConcernError) {
+    throwIfWriteConcernFailed(
+      new MongoServerError({
+        message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
+        writeConcernError: reply.writeConcernError,
+      }),
+      namespace,
+    );
+  }
+  return reply;
 }
 
 /** The ops the update command carries: a replace-with-upsert, an update without upsert. */

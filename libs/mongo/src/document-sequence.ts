@@ -22,3 +22,14 @@ export const DocumentSequenceImpl: DocumentSequenceClass | null = (() => {
     return null;
   }
 })();
+
+/**
+ * A command field (`documents`, `updates`) as a document sequence of these BSON bytes, sent as
+ * given. Callers check `DocumentSequenceImpl` first (the driver may not have it).
+ */
+export function documentSequence(field: string, documents: Uint8Array[]): unknown {
+  if (!DocumentSequenceImpl) throw new Error('this driver version has no OP_MSG document sequence');
+  const sequence = new DocumentSequenceImpl(field);
+  for (const document of documents) sequence.push(document, document);
+  return sequence;
+}

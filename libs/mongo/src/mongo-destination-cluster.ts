@@ -8,22 +8,16 @@ import {
   type InsertResult,
 } from '@sync/engine';
 import { BSON, EJSON, type Document, type Timestamp } from 'bson';
-import { MongoBulkWriteError, MongoServerError, WriteConcern, type MongoClient } from 'mongodb';
+import { MongoBulkWriteError, MongoServerError, type MongoClient } from 'mongodb';
 import { inspectCluster } from './cluster-inspector';
-import { throwIfWriteConcernFailed } from './change-writer';
-import { DocumentSequenceImpl } from './document-sequence';
+import { sendRawWrite, throwIfWriteConcernFailed } from './change-writer';
+import { DocumentSequenceImpl, documentSequence } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
 import { balancerMode, isMongos, setBalancer } from './sharding-metadata';
 
 const NAMESPACE_EXISTS = 48;
 const NAMESPACE_NOT_FOUND = 26;
-
-interface InsertReply {
-  n?: number;
-  writeErrors?: Array<{ index: number; code: number; errmsg?: string }>;
-  writeConcernError?: Document;
-}
 
 /**
  * DestinationCluster over the official driver (majority writes come from the client options).
@@ -215,26 +209,16 @@ export class MongoDestinationCluster implements DestinationCluster {
       const decoded = documents.map((d) => BSON.deserialize(d, EXACT_BSON));
       return this.insertUnordered(database, collection, decoded);
     }
-    const sequence = new DocumentSequenceImpl('documents');
-    for (const document of documents) sequence.push(document, document);
-    const db = this.client.db(database);
-    const command: Document = {
-      insert: collection,
-      documents: sequence,
-      ordered: false,
-      bypassDocumentValidation: true,
-    };
-    if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
-    const reply = (await db.command(command).catch((error: unknown) => {
-      throw labelDriverError(error);
-    })) as InsertReply;
-    if (reply.writeConcernError) {
-      const error = new MongoServerError({
-        message: String(reply.writeConcernError.errmsg ?? 'write concern error'),
-        writeConcernError: reply.writeConcernError,
-      });
-      throwIfWriteConcernFailed(error, namespace);
-    }
+    const reply = await sendRawWrite(
+      this.client.db(database),
+      {
+        insert: collection,
+        documents: documentSequence('documents', documents),
+        ordered: false,
+        bypassDocumentValidation: true,
+      },
+      namespace,
+    );
     const errors = reply.writeErrors ?? [];
     const others = errors.filter((e) => !writeErrorLabels(e.code).has('duplicateKey'));
     if (others.length > 0) {
