@@ -406,7 +406,6 @@ function namespacesLimits(m: {
       ratio: perSec === null ? null : Math.round((perSec / m.rawCreatePerSec) * 100) / 100,
     };
   };
-  const { bench: _bench, ['bench:main']: _benchMain, ...syncParts } = m.syncCpuMicros;
   return {
     cores,
     rawCreateCpuMicros: m.rawCreateCpuMicros,
@@ -415,7 +414,7 @@ function namespacesLimits(m: {
     syncCpuMicros: m.syncCpuMicros,
     toolFree: ceiling(toolFreeCost),
     driverFloor: ceiling({ ...toolFreeCost, ...client }),
-    workerBareEmulators: ceiling({ ...toolFreeCost, ...partOf(syncParts, 'worker') }),
+    workerBareEmulators: ceiling({ ...toolFreeCost, ...partOf(m.syncCpuMicros, 'worker') }),
     asRun: ceiling(m.syncCpuMicros),
   };
 }

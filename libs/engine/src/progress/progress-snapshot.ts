@@ -73,14 +73,13 @@ export function describeOplogTimeRemaining(
   if (seconds === null || seconds === undefined) return 'not checked yet';
   const minutes = Math.floor(seconds / 60);
   if (minutes > 72 * 60) return 'more than 72 hours';
+  const duration = minutes < 120 ? `${minutes} minutes` : `${Math.floor(minutes / 60)} hours`;
   if (lowerBound) {
-    if (minutes < 15) return 'not known yet (the oplog has not filled yet)';
-    const atLeast = minutes < 120 ? `${minutes} minutes` : `${Math.floor(minutes / 60)} hours`;
-    return `at least ${atLeast} (the oplog has not filled yet)`;
+    return minutes < 15
+      ? 'not known yet (the oplog has not filled yet)'
+      : `at least ${duration} (the oplog has not filled yet)`;
   }
-  if (minutes < 15) return 'less than 15 minutes';
-  if (minutes < 120) return `${minutes} minutes`;
-  return `${Math.floor(minutes / 60)} hours`;
+  return minutes < 15 ? 'less than 15 minutes' : duration;
 }
 
 export interface SnapshotSources {
