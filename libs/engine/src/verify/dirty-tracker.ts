@@ -150,18 +150,18 @@ export interface NamespaceWork {
 const pending = (m: Mark) => m.seq > m.checkedSeq;
 
 /**
+ * How long progress may reuse a backlog that still counts unchecked work while the initial copy
+ * runs (ms; see `backlog`).
+ */
+export const COPY_BACKLOG_REUSE_MS = 1_000;
+
+/**
  * The dirty set of the incremental verifier: per namespace, the copy's `_id` ranges (each
  * checked once, then kept verified) and the `_id`s change application wrote since their last
  * equal check. Writes are reported after they land on the destination; a check records the
  * sequence number it started at and clears only marks no later write has renewed, so a write
  * during a check is never lost.
  */
-/**
- * How long progress may reuse a backlog that still counts unchecked work while the initial copy
- * runs (ms; see `backlog`).
- */
-export const COPY_BACKLOG_REUSE_MS = 1_000;
-
 export class DirtyTracker {
   private readonly byDb = new Map<string, Map<string, NamespaceState>>();
   /**
