@@ -91,10 +91,31 @@ describeOn('replicaSets')(
       );
     };
 
-    /** Kills at a random moment `[minMs, maxMs)` after the worker restored its job, then restarts. */
-    const killAndRestart = async (phase: Observation['phase'], minMs: number, maxMs: number) => {
-      await sleep(minMs + Math.floor(random() * (maxMs - minMs)));
-      const before = await worker.api.progress().catch(() => null);
+    /**
+     * Kills, then restarts. Change application and commit kills come at a random moment
+     * `[minMs, maxMs)` after the worker restored its job. Copy kills come when the copy reaches a
+     * random percentage below `maxPercent` (polled every 10 ms): on a fast machine the whole copy
+     * takes well under a second, so a wall-clock delay would often miss it altogether.
+     */
+    const killAndRestart = async (
+      phase: Observation['phase'],
+      when: { minMs: number; maxMs: number } | { maxPercent: number },
+    ) => {
+      let before: Progress | null = null;
+      if ('maxPercent' in when) {
+        const target = Math.floor(random() * when.maxPercent);
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          before = await worker.api.progress().catch(() => null);
+          const percent = copyPercent(before);
+          const copyOver = before !== null && before.canCommit && percent === null;
+          if ((percent !== null && percent >= target) || copyOver || Date.now() > deadline) break;
+          await sleep(10);
+        }
+      } else {
+        await sleep(when.minMs + Math.floor(random() * (when.maxMs - when.minMs)));
+        before = await worker.api.progress().catch(() => null);
+      }
       await crash(worker);
       const restored = await launch();
       const kill = observations.length + 1;
@@ -130,9 +151,9 @@ describeOn('replicaSets')(
         enableUserWriteBlocking: true,
       });
 
-      // Copy: kills soon after each restart, while partitions are being copied (a killed
+      // Copy: kills at random points of the copy, while partitions are being copied (a killed
       // partition is copied again from its start; whole ones stay done).
-      for (let k = 0; k < PLAN.copy; k++) await killAndRestart('copy', 150, 1_200);
+      for (let k = 0; k < PLAN.copy; k++) await killAndRestart('copy', { maxPercent: 90 });
       await worker.api.waitFor(
         'change event application',
         (p) => p.canCommit && (p.totalEventsApplied ?? 0) >= 0 && p.info !== 'collection copy',
@@ -140,7 +161,8 @@ describeOn('replicaSets')(
       );
 
       // Change application: kills while the writer keeps the stream busy.
-      for (let k = 0; k < PLAN.apply; k++) await killAndRestart('apply', 200, 2_000);
+      for (let k = 0; k < PLAN.apply; k++)
+        await killAndRestart('apply', { minMs: 200, maxMs: 2_000 });
       await worker.api.waitFor('canCommit', (p) => p.canCommit, 120_000);
 
       // Commit: requested once, with the writer still writing; every later kill restores a
@@ -149,7 +171,8 @@ describeOn('replicaSets')(
       await sourceApp.db('shop').collection('orders').insertOne(marker);
       await worker.api.expectSuccess('commit');
       invariants.commitRequested = true;
-      for (let k = 0; k < PLAN.commit; k++) await killAndRestart('commit', 0, 600);
+      for (let k = 0; k < PLAN.commit; k++)
+        await killAndRestart('commit', { minMs: 0, maxMs: 600 });
       const committed = await worker.api.waitFor(
         'COMMITTED',
         (p) => p.state === 'COMMITTED',
