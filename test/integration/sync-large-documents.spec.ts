@@ -1,5 +1,6 @@
 import { BSON, Binary, Int32, type Document } from 'mongodb';
 import type { SyncJob } from '@sync/engine';
+import { translateEvent, type ChangeEvent } from '@sync/engine/apply';
 import { describeOn, testDb } from '../helpers/real-clusters';
 import {
   commitAndWait,
@@ -35,7 +36,8 @@ function documentOf(size: number, id: unknown, extra: Document = {}): AnyDoc {
 
 /**
  * Documents at MongoDB's size limit (16 MiB − 1 byte): the initial copy (raw batches and the
- * insert message around them), updates replayed onto them, inserts and replacements of such
+ * insert message around them), updates replayed onto them, an update applied by reading the
+ * document from the source (update with lookup), inserts and replacements of such
  * documents during change application (their change events carry the document whole: a little
  * over 16 MiB, within the 16 MiB + 16 KiB a server returns), the live verifier and the commit's
  * final pass, and a byte-for-byte comparison at the end.
@@ -82,8 +84,24 @@ describeOn('replicaSets')('documents at the 16 MiB limit', () => {
     await big.updateOne({ _id: 'inserted-at-limit' } as Document, {
       $set: { payload: new Binary(Buffer.alloc(payloadBytes, 5)) },
     });
+    // An update the sync cannot replay from its description, so it reads the document from the
+    // source and writes it whole (update with lookup): a pipeline update adding two fields out
+    // of `$set`'s order ("zz" then "b") to a document it brings to exactly 16 MiB − 1 byte (an
+    // Int32 field "zz" is 8 bytes, "b" 7).
+    await big.insertOne(documentOf(MAX_BSON - 1 - 15, 'looked-up', { n: new Int32(3) }));
+    const stream = big.watch([{ $match: { 'documentKey._id': 'looked-up' } }]);
+    const next = stream.next();
+    await big.updateOne({ _id: 'looked-up' } as Document, [
+      { $set: { zz: new Int32(1), b: new Int32(2) } },
+    ]);
+    const event = (await next) as unknown as ChangeEvent;
+    await stream.close();
+    const translation = translateEvent(event, () => true);
+    expect(translation.kind === 'document' && translation.write.steps).toEqual([
+      { kind: 'lookup', documentKey: { _id: 'looked-up' } },
+    ]);
     // Sizes as stored: the raw bytes the server returns.
-    for (const id of ['at-limit', 'also-at-limit', 'inserted-at-limit', 7]) {
+    for (const id of ['at-limit', 'also-at-limit', 'inserted-at-limit', 7, 'looked-up']) {
       const raw = (await big.findOne({ _id: id } as Document, { raw: true })) as unknown as Buffer;
       expect(raw.length).toBe(MAX_BSON - 1);
     }
@@ -97,7 +115,15 @@ describeOn('replicaSets')('documents at the 16 MiB limit', () => {
           .db(testDb('blobs'))
           .collection<AnyDoc>('big')
           .findOne({ _id: 7 } as Document, { projection: { replaced: 1 } });
-        return (dst?.a as { b?: unknown } | undefined)?.b === 7 && replaced?.replaced === true;
+        const lookedUp = await c.dst
+          .db(testDb('blobs'))
+          .collection<AnyDoc>('big')
+          .findOne({ _id: 'looked-up' } as Document, { projection: { zz: 1, b: 1 } });
+        return (
+          (dst?.a as { b?: unknown } | undefined)?.b === 7 &&
+          replaced?.replaced === true &&
+          lookedUp?.b === 2
+        );
       },
       60_000,
       'the updates on the destination',
