@@ -1,8 +1,9 @@
 import { Int32, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import type { SyncJob } from '@sync/engine';
+import { silentLogger, type SyncJob } from '@sync/engine';
 import { describeOn, onRealClusters, testDb, testNs } from '../helpers/real-clusters';
 import {
+  commitAndWait,
   crashableEngine,
   expectEqualClusters,
   request,
@@ -207,6 +208,66 @@ describeOn('replicaSets')('incremental verification (what the final pass reads)'
     await expect(
       c.appDst.db(testDb('shop')).collection<AnyDoc>('orders').insertOne({ _id: 'no' }),
     ).rejects.toMatchObject({ code: 371 });
+  });
+
+  it('fields a pipeline update moved are repaired from the source by the live pass, then the commit passes', async () => {
+    c = await startAuthClusters();
+    await seed(c);
+    const orders = c.appSrc.db(testDb('shop')).collection<AnyDoc>('orders');
+    const warnings: Array<{ message: string; fields?: Record<string, unknown> }> = [];
+    const { job } = await crashableEngine(c, {
+      ...VERIFY_TUNING,
+      logger: {
+        ...silentLogger,
+        warn: (message, fields) => warnings.push({ message, ...(fields ? { fields } : {}) }),
+      },
+    });
+    jobs.push(job);
+    await job.start(request({ enableUserWriteBlocking: true }));
+    await untilCaughtUp(job);
+    // Existing fields reordered by a pipeline update: MongoDB logs the moved fields as
+    // re-inserted, and the change event lists them in updatedFields like fields updated in
+    // place; replayed as $set they would keep their old places on the destination.
+    await orders.updateOne({ _id: new Int32(8) }, [
+      { $replaceWith: { _id: '$_id', pad: '$pad', n: { $add: ['$n', 1] } } },
+    ]);
+    // Defaults merged under the document (a common pipeline update): the new field "status"
+    // lands before the others, out of $set's order, so this event is applied by lookup
+    // directly (update-event.ts) and needs no repair. mongod stores `_id` first.
+    await orders.updateOne({ _id: new Int32(7) }, [
+      { $replaceWith: { $mergeObjects: [{ status: 'new' }, '$$ROOT'] } },
+    ]);
+    const read = (client: MongoClient, id: number) =>
+      client
+        .db(testDb('shop'))
+        .collection<AnyDoc>('orders')
+        .findOne({ _id: new Int32(id) });
+    expect(Object.keys((await read(c.src, 8))!)).toEqual(['_id', 'pad', 'n']);
+    expect(Object.keys((await read(c.src, 7))!)).toEqual(['_id', 'status', 'n', 'pad']);
+    await waitFor(
+      () =>
+        (job.progress().verification as { documentsRepaired?: number } | undefined)
+          ?.documentsRepaired === 1,
+      60_000,
+      'the moved fields repaired',
+      () => JSON.stringify(job.progress().verification),
+    );
+    const repaired = warnings.filter((w) => w.message.includes('rewritten from the source'));
+    expect(repaired.map((w) => w.fields)).toEqual([
+      { namespace: testNs('shop.orders'), _id: '{"$numberInt":"8"}' },
+    ]);
+    await waitFor(
+      async () => Object.keys((await read(c.dst, 8)) ?? {}).join() === '_id,pad,n',
+      30_000,
+      'the repaired document on the destination',
+    );
+    expect(Object.keys((await read(c.dst, 7))!)).toEqual(['_id', 'status', 'n', 'pad']);
+    await untilCaughtUp(job);
+    await commitAndWait(job);
+    expect((job.progress().verification as { documentsRepaired?: number }).documentsRepaired).toBe(
+      1,
+    );
+    await expectEqualClusters(c);
   });
 
   it('a client that bypasses write blocking during the commit: rolled back, named, then a second commit succeeds', async () => {

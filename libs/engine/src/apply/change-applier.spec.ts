@@ -1,4 +1,5 @@
-import { ChangeApplier, type ChangeApplierOptions } from './change-applier';
+import { ChangeApplier, type ChangeApplierOptions, type DocumentRepair } from './change-applier';
+import { documentIdentity } from './doc-key';
 import { CheckpointSaveError, HistoryLostError } from './errors';
 import {
   batch,
@@ -237,6 +238,36 @@ describe('ChangeApplier', () => {
       HistoryLostError,
     );
     expect(applier.stats().failure).toBeInstanceOf(HistoryLostError);
+  });
+
+  it('a repair asked for while it runs rewrites the document from the source in its lane, as no event', async () => {
+    const feed = new FakeFeed([batch([crud('insert', 1, 101, { v: 1 })])]);
+    let repair: DocumentRepair | null = null;
+    const { applier, writer, lookup } = setup(feed, {
+      appliedWrites: {
+        document: () => undefined,
+        ddl: () => undefined,
+        repairs: (r) => {
+          repair = r;
+        },
+      },
+    });
+    lookup.source.set('d.c|1', { _id: 1, w: 2, v: 1 });
+    const ctrl = new AbortController();
+    const running = applier.run(ctrl.signal);
+    await waitFor(() => writer.docs.has('d.c|1') && repair !== null);
+    const identity = documentIdentity('d.c', '', { _id: 1 });
+    expect(repair!({ db: 'd', coll: 'c' }, 1, identity)).toBe(true);
+    await waitFor(() => lookup.calls === 1 && writer.docs.get('d.c|1')?.w === 2);
+    expect(writer.docs.get('d.c|1')).toEqual({ _id: 1, w: 2, v: 1 });
+    expect(writer.log.slice(-1)).toEqual(['replace:d.c|1']);
+    // Not an event: the applied count and the checkpoint's pending work are untouched.
+    expect(applier.stats().totalEventsApplied).toBe(1);
+    expect(applier.stats().pendingEvents).toBe(0);
+    ctrl.abort();
+    await running;
+    // Stopped: the verifier is told it can no longer ask.
+    expect(repair).toBeNull();
   });
 
   it('falls back to a source lookup when the destination rejects a replayed update', async () => {

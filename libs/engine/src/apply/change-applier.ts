@@ -18,6 +18,7 @@ import { resumeTokenTime } from './resume-token';
 import { compareTimestamps, maxTimestamp } from './timestamps';
 import { assertApplicable, translateEvent, type TranslationOptions } from './translate-event';
 import { WriteLane, type ShardKeyspace } from './write-lane';
+import type { DocumentWrite } from './write-step';
 import { retryInPlace, type InPlaceRetryOptions } from '../faults/retry-in-place';
 import { describeFault, isTransientFault, worthRunningAgain } from '../faults/transient';
 import { isShardClaimLost } from '../shards/claim-fence';
@@ -59,7 +60,27 @@ export interface AppliedWrites {
   /** `identity`: documentIdentity() of the document (namespace + canonical `_id`). */
   document(ns: Namespace, id: unknown, identity: string): void;
   ddl(event: ChangeEvent): void;
+  /**
+   * While it runs, change application hands over a way to rewrite one document from the
+   * source's current version (`null` once it stops): see DocumentRepair.
+   */
+  repairs?(repair: DocumentRepair | null): void;
 }
+
+/**
+ * Queues a lookup of the document `{_id: id}` in its write lane: the source's current version
+ * replaces the destination's (or the destination's is removed when the source has none). In the
+ * lane, it is ordered with the document's change events; the events after it are applied on top,
+ * as after any lookup, so the document converges. Returns false when it cannot be queued now
+ * (stopping, failed, lanes being resized, or a per-shard worker: another shard may own the
+ * document's current version).
+ */
+export type DocumentRepair = (
+  ns: Namespace,
+  id: unknown,
+  identity: string,
+  collectionUuid?: string,
+) => boolean;
 
 export interface ChangeApplierOptions {
   feed: ChangeFeed;
@@ -174,6 +195,8 @@ export class ChangeApplier {
   private blockedAt: Timestamp | undefined;
   /** Aborts when the run fails (a lane's write): stops a wait at the shard watermark. */
   private failed = new AbortController();
+  /** The lanes in use are being resized (drained first): nothing may be queued beside events. */
+  private resizing = false;
 
   constructor(private readonly options: ChangeApplierOptions) {
     this.startTime = options.startAtOperationTime;
@@ -231,6 +254,7 @@ export class ChangeApplier {
       });
 
       cursor = await this.openFeed(start, signal);
+      if (!this.options.gate) this.options.appliedWrites?.repairs?.(this.repair);
       // Where the stream is reopened after a transient read failure: after the last batch,
       // every event of which is dispatched (lanes hold the ones not yet written).
       let readPosition = start;
@@ -313,6 +337,7 @@ export class ChangeApplier {
       }
       throw this.failure;
     } finally {
+      this.options.appliedWrites?.repairs?.(null);
       await cursor?.close().catch(() => undefined);
       this.running = false;
       this.notify();
@@ -440,8 +465,10 @@ export class ChangeApplier {
       }
       // A document keeps its lane while it has writes pending: the count changes only once
       // every lane is drained (a barrier, like DDL's, at most once per review).
+      this.resizing = true;
       return this.drainLanes().then(
         () => {
+          this.resizing = false;
           this.activeLanes = lanes;
           this.lanes[laneOf(write.identity, lanes)].push(write, seq);
         },
@@ -450,6 +477,21 @@ export class ChangeApplier {
     }
     return undefined;
   }
+
+  /** See DocumentRepair. Not counted as an applied event and holds back no checkpoint. */
+  private readonly repair: DocumentRepair = (ns, id, identity, collectionUuid) => {
+    if (!this.running || this.failure !== undefined || this.resizing || this.options.gate)
+      return false;
+    const write: DocumentWrite = {
+      ns,
+      identity,
+      steps: [{ kind: 'lookup', documentKey: { _id: id } }],
+      supersedes: true,
+    };
+    if (collectionUuid !== undefined) write.collectionUuid = collectionUuid;
+    this.lanes[laneOf(identity, this.activeLanes)].push(write, null);
+    return true;
+  };
 
   private fewestLanes(): number {
     return Math.min(this.lanes.length, Math.max(1, this.options.minLanes ?? 1));

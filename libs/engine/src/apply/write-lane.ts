@@ -77,7 +77,8 @@ export class WriteLane {
   /** Source collection UUIDs by namespace, so a lookup reads that collection whatever its name. */
   private readonly uuids = new Map<string, string>();
 
-  push(write: DocumentWrite, seq: number): void {
+  /** `seq`: the event's checkpoint sequence, or null for a write no event asked for (a repair). */
+  push(write: DocumentWrite, seq: number | null): void {
     if (write.shardKeyFields) this.shardKeys.set(nsKey(write.ns), write.shardKeyFields);
     if (write.collectionUuid) this.uuids.set(nsKey(write.ns), write.collectionUuid);
     const entry = this.pending.get(write.identity);
@@ -111,7 +112,7 @@ export class WriteLane {
     } else {
       entry.steps.push(...updatesOntoPendingDocument(entry.steps, write.steps));
     }
-    this.seqs.push(seq);
+    if (seq !== null) this.seqs.push(seq);
     if (!this.running) {
       this.running = true;
       void this.loop();
@@ -129,7 +130,7 @@ export class WriteLane {
     // Let the caller finish dispatching the current feed batch: it becomes one write batch.
     await Promise.resolve();
     try {
-      while (this.seqs.length > 0) {
+      while (this.pending.size > 0) {
         const docs = this.pending;
         const seqs = this.seqs;
         this.pending = new Map();

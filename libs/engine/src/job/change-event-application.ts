@@ -1,5 +1,9 @@
 import type { Timestamp } from 'bson';
-import { ChangeApplier, type ChangeApplierOptions } from '../apply/change-applier';
+import {
+  ChangeApplier,
+  type AppliedWrites,
+  type ChangeApplierOptions,
+} from '../apply/change-applier';
 import { COMMIT_LAG_LIMIT_SECONDS } from '../apply/commit-readiness';
 import { ApplyError } from '../apply/errors';
 import type { ChangeFeed, ChangeWriter, CheckpointStore, DocumentLookup } from '../apply/ports';
@@ -58,7 +62,7 @@ export class ChangeEventApplication implements ChangeApplication {
       now: () => clock.now(),
       ...(ctx.retry ? { retry: ctx.retry } : {}),
       ...(ctx.gate ? { gate: ctx.gate } : {}),
-      ...(ctx.appliedWrites ? { appliedWrites: ctx.appliedWrites } : {}),
+      ...(ctx.appliedWrites ? { appliedWrites: this.caughtUpRepairs(ctx.appliedWrites) } : {}),
     });
     this.applier = applier;
     const stopPolling = new AbortController();
@@ -82,6 +86,24 @@ export class ChangeEventApplication implements ChangeApplication {
       stopPolling.abort();
       await poller;
     }
+  }
+
+  /**
+   * The verifier's repairs only while change application is caught up (lag ≤ 1 s): a document
+   * found different for a while under a lag may simply have its events still on their way.
+   */
+  private caughtUpRepairs(writes: AppliedWrites): AppliedWrites {
+    return {
+      ...writes,
+      repairs: (repair) =>
+        writes.repairs?.(
+          repair &&
+            ((...args) => {
+              const lag = this.status().lagTimeSeconds;
+              return lag !== null && lag <= 1 && repair(...args);
+            }),
+        ),
+    };
   }
 
   status(): ChangeApplicationStatus {

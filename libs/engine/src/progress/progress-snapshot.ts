@@ -363,6 +363,9 @@ function mergeVerification(all: Array<VerificationStatus | null>): VerificationS
     ...(present.some((v) => v.caughtUp !== undefined)
       ? { caughtUp: present.every((v) => v.caughtUp !== false) }
       : {}),
+    ...(present.some((v) => v.documentsRepaired !== undefined)
+      ? { documentsRepaired: sum((v) => v.documentsRepaired ?? 0) }
+      : {}),
     ...(present.some((v) => v.retriedReads !== undefined)
       ? { retriedReads: sum((v) => v.retriedReads ?? 0) }
       : {}),

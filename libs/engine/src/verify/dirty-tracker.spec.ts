@@ -182,6 +182,59 @@ describe('DirtyTracker (what the incremental verifier still has to read)', () =>
     expect(t.plan({ all: false, recheckMs: 1_000 })[0]!.ids).toHaveLength(1);
   });
 
+  it('a document is stuck different after two differing checks with no write between them', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(7);
+    const check = (equal: boolean) => {
+      const [work] = t.plan({ all: false, recheckMs: 1_000 });
+      return t.documentChecked(work!.state, work!.ids[0]!, t.sequence, equal);
+    };
+    expect(check(false)).toBe(false); // the first difference: a write may be on its way
+    advance(1_000);
+    expect(check(false)).toBe(true); // a pause with no write, still different
+    advance(2_000);
+    expect(check(true)).toBe(false);
+    expect(t.backlog().dirtyDocuments).toBe(0);
+  });
+
+  it('a write between two differing checks means the document is not stuck', () => {
+    const { t, mark, advance } = tracker();
+    t.sync([items()]);
+    checkAllEqual(t);
+    mark(7);
+    const [first] = t.plan({ all: false, recheckMs: 1_000 });
+    const entry = first!.ids[0]!;
+    expect(t.documentChecked(first!.state, entry, t.sequence, false)).toBe(false);
+    mark(7); // change application wrote it again
+    advance(1_000);
+    const [second] = t.plan({ all: false, recheckMs: 1_000 });
+    expect(t.documentChecked(second!.state, second!.ids[0]!, t.sequence, false)).toBe(false);
+    // A write during the check (after it started) does not count as quiet either.
+    advance(2_000);
+    const [third] = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    mark(7);
+    expect(t.documentChecked(third!.state, third!.ids[0]!, start, false)).toBe(false);
+  });
+
+  it('a document a range check found different is stuck at its first quiet recheck', () => {
+    const { t, advance } = tracker();
+    t.sync([items()]);
+    const [work] = t.plan({ all: false, recheckMs: 1_000 });
+    const start = t.sequence;
+    const range = work!.ranges[0]!;
+    t.rangeSettledExcept(work!.state, range, start, [
+      { id: 3, identity: documentIdentity('shop', 'items', { _id: 3 }) },
+    ]);
+    advance(1_000);
+    const [again] = t.plan({ all: false, recheckMs: 1_000 });
+    expect(again!.ids.map((e) => e.id)).toEqual([3]);
+    // The range check marked it (its own write-less mark): quiet since, and still different.
+    expect(t.documentChecked(again!.state, again!.ids[0]!, t.sequence, false)).toBe(true);
+  });
+
   it('caught up only while no write is older than the limit without a check', () => {
     const { t, mark, advance } = tracker();
     t.sync([items()]);

@@ -36,6 +36,8 @@ interface Mark {
 export interface DirtyId extends Mark {
   id: unknown;
   identity: string;
+  /** Rewritten from the source once already (see `documentChecked`): never twice. */
+  repaired?: boolean;
   /** Index of the range holding it (computed when first needed). */
   range?: number;
 }
@@ -530,20 +532,34 @@ export class DirtyTracker {
     }
   }
 
-  /** A document's check, started at `startSeq`, found both sides `equal` (or not). */
-  documentChecked(state: NamespaceState, entry: DirtyId, startSeq: number, equal: boolean): void {
-    if (state.ids.get(entry.identity) !== entry) return; // forgotten meanwhile (a DDL)
+  /**
+   * A document's check, started at `startSeq`, found both sides `equal` (or not). Returns true
+   * when the document is stuck different: this check and the one before it both found it
+   * different, and change application wrote nothing to it since the earlier one began — a
+   * recheck pause (≥ `recheckMs`) with no write, while the live pass runs only with change
+   * application caught up. Its events will not fix it: the caller may rewrite it from the source.
+   */
+  documentChecked(
+    state: NamespaceState,
+    entry: DirtyId,
+    startSeq: number,
+    equal: boolean,
+  ): boolean {
+    if (state.ids.get(entry.identity) !== entry) return false; // forgotten meanwhile (a DDL)
     this.version += 1;
     this.activate(state);
     if (equal && entry.seq <= startSeq) {
       this.forget(state, entry);
-      return;
+      return false;
     }
+    const stuck =
+      !equal && entry.differs > 0 && entry.seq === entry.checkedSeq && entry.seq <= startSeq;
     entry.checkedSeq = Math.max(entry.checkedSeq, Math.min(entry.seq, startSeq));
     entry.checkedAt = this.now();
     if (!equal) entry.differs += 1;
     // Written again after the check started: what is left unchecked is that new.
     if (entry.seq > startSeq) entry.markedAt = Math.max(entry.markedAt, entry.checkedAt);
+    return stuck;
   }
 
   /** Every dirty `_id` of a namespace becomes its range's problem (no `readByIds`). */

@@ -3,7 +3,7 @@ import { isCopied } from '../progress/namespace-detail';
 import type { VerificationMode } from '@sync/contracts';
 import { defaultIndexName } from '../prepare/sharding-plan';
 import { createdByCopy } from '../prepare/destination-preparer';
-import type { AppliedWrites } from '../apply/change-applier';
+import type { AppliedWrites, DocumentRepair } from '../apply/change-applier';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
 import type { JobSession } from '../job/job-session';
 import type { CatalogWatch } from '../job/catalog-watch';
@@ -15,6 +15,7 @@ import type { IdRange } from '../ports/source-cluster';
 import {
   DirtyTracker,
   type Backlog,
+  type DirtyId,
   type DirtyLimits,
   type NamespaceState,
   type NamespaceWork,
@@ -37,6 +38,7 @@ import {
 import { runPool } from './verify-pass';
 import { documentIdentity } from '../apply/doc-key';
 import { SharedView } from './shared-view';
+import { idText } from './document-diff';
 import { topologyOf, type CopyShare } from '../shards/topology';
 
 /**
@@ -94,6 +96,11 @@ export interface VerificationStatus {
   backlog?: VerificationBacklog;
   /** The live pass has caught up (canCommit waits for it). */
   caughtUp?: boolean;
+  /**
+   * Documents the live pass found stuck different (see `DirtyTracker.documentChecked`) and had
+   * rewritten from the source's current version, each logged as a warning.
+   */
+  documentsRepaired?: number;
   /** Verifier reads retried in place after a transient failure, and the last one. */
   retriedReads?: number;
   lastRetry?: string;
@@ -220,6 +227,9 @@ export class Verification {
   private readonly liveMismatches = new Map<string, VerificationMismatch>();
   private retriedReads = 0;
   private lastRetry: string | null = null;
+  /** Change application's repair while it runs (AppliedWrites.repairs). */
+  private repair: DocumentRepair | null = null;
+  private repaired = 0;
   private finalFigures: FinalPassFigures | null = null;
 
   /** What change application reports: documents written, DDL applied. */
@@ -235,6 +245,9 @@ export class Verification {
       } else {
         this.tracker.metadataChanged(ns.db, ns.coll);
       }
+    },
+    repairs: (repair: DocumentRepair | null) => {
+      this.repair = repair;
     },
   };
 
@@ -280,6 +293,7 @@ export class Verification {
       },
       caughtUp: this.caughtUp(job, session, backlog),
       retriedReads: this.retriedReads,
+      ...(this.repaired > 0 ? { documentsRepaired: this.repaired } : {}),
       ...(this.lastRetry ? { lastRetry: this.lastRetry } : {}),
       ...(this.finalFigures ? { finalPass: this.finalFigures } : {}),
     };
@@ -684,6 +698,30 @@ export class Verification {
       .map(([name]) => name);
   }
 
+  /**
+   * A document the live pass found stuck different, written again from the source through its
+   * write lane, once: what change events cannot reproduce (e.g. fields a pipeline update moved:
+   * its event lists them like fields updated in place) would otherwise keep the commit from
+   * passing its final check until the application wrote the document again. Never silent: a
+   * warning names it and progress counts it. A document still different after its repair stays
+   * a mismatch, for the final pass to report.
+   */
+  private repairDocument(target: VerifyTarget, entry: DirtyId): void {
+    if (entry.repaired || !this.repair) return;
+    const ns = { db: target.database, coll: target.collection };
+    if (!this.repair(ns, entry.id, entry.identity, target.uuid)) return;
+    entry.repaired = true;
+    this.repaired += 1;
+    this.options.logger.warn(
+      'verification: a document stayed different from the source with no write pending; ' +
+        "rewritten from the source's current version",
+      {
+        namespace: `${target.database}.${target.collection}`,
+        _id: idText(entry.id),
+      },
+    );
+  }
+
   private stateOf(targets: Map<string, VerifyTarget>, name: string): NamespaceState | undefined {
     const target = targets.get(name);
     return target ? this.tracker.get(target.database, target.collection) : undefined;
@@ -906,9 +944,10 @@ export class Verification {
             batch.map((e) => e.id),
             check,
           );
-          batch.forEach((entry, k) =>
-            tracker.documentChecked(state, entry, startSeq, result.equal[k]!),
-          );
+          batch.forEach((entry, k) => {
+            const stuck = tracker.documentChecked(state, entry, startSeq, result.equal[k]!);
+            if (stuck && phase === 'live') this.repairDocument(target, entry);
+          });
           if (figures) figures.documentsRead += result.read;
           if (result.problems.length > 0)
             sample(entryOf(name).verdict, result.problems, result.ids);

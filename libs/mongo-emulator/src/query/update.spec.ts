@@ -2,6 +2,7 @@ import { Decimal128, Double, Int32, Long, Timestamp } from 'bson';
 import type { Document } from 'bson';
 import { bsonTypeOf } from '../bson/compare';
 import { applyUpdate, type UpdateOptions } from './update';
+import { computeUpdateDescription } from './update-description';
 
 const up = (doc: Document, update: Document | Document[], options?: UpdateOptions) =>
   applyUpdate(doc, update, options);
@@ -163,6 +164,31 @@ describe('applyUpdate: errors, replacement, pipeline', () => {
     expect(up({ _id: 1 }, [{ $set: { n: 1 } }], { runPipeline })).toEqual({
       doc: { _id: 1, n: 1 },
       changed: true,
+      description: { updatedFields: { n: 1 }, removedFields: [], truncatedArrays: [] },
     });
+  });
+  it('a pipeline output with _id elsewhere is stored with _id first, logged as output', () => {
+    // mongod: PipelineExecutor diffs the original and the output; UpdateStage then stores it
+    // with _id first (ensureIdFieldIsFirst).
+    const runPipeline = (d: Document) => ({ status: 'new', ...d });
+    const r = up({ _id: 1, n: 2 }, [{ $replaceWith: {} }], { runPipeline });
+    expect(Object.keys(r.doc)).toEqual(['_id', 'status', 'n']);
+    expect(r.changed).toBe(true);
+    expect(r.description?.updatedFields).toEqual(
+      computeUpdateDescription(
+        { _id: 1, n: 2 },
+        {
+          status: 'new',
+          _id: 1,
+          n: 2,
+        },
+      ).updatedFields,
+    );
+    // Only _id moved: stored as it was.
+    const moved = up({ _id: 1, n: 2 }, [{ $replaceWith: {} }], {
+      runPipeline: (d: Document) => ({ n: d.n, _id: d._id }),
+    });
+    expect(moved.doc).toEqual({ _id: 1, n: 2 });
+    expect(Object.keys(moved.doc)).toEqual(['_id', 'n']);
   });
 });

@@ -14,6 +14,7 @@ import {
   resolvePositional,
 } from './update-paths';
 import { applyReplacement, checkIdUnchanged, validateStorage } from './update-replace';
+import { computeUpdateDescription } from './update-description';
 import type { UpdateDescription } from '../oplog/oplog-entry';
 import { UpdateLog } from './update-log';
 
@@ -53,9 +54,9 @@ export interface UpdateResult {
   doc: Document;
   changed: boolean;
   /**
-   * For modifier updates only: the updateDescription mongod reports, built from what each
-   * operator touched (its v2 log builder), not from diffing the documents. Absent for
-   * replacements and pipelines (use computeUpdateDescription(before, after) for those).
+   * The updateDescription mongod reports: for modifier updates, built from what each operator
+   * touched (its v2 log builder); for pipelines, the diff of the original and the pipeline's
+   * output. Absent for replacements.
    */
   description?: UpdateDescription;
 }
@@ -84,7 +85,16 @@ function applyPipeline(doc: Document, pipeline: Document[], options: UpdateOptio
   if (!('_id' in out) && '_id' in doc) out = { _id: cloneDeep(doc._id), ...out };
   checkIdUnchanged(doc, out);
   validateStorage(out);
-  return { doc: out, changed: !fields.identical(doc, out) };
+  // mongod logs the diff between the original and the pipeline's output (PipelineExecutor's
+  // computeDiff), then UpdateStage stores the document with `_id` first (ensureIdFieldIsFirst):
+  // a $replaceWith that puts `_id` elsewhere is logged as output, stored with `_id` first.
+  const description = computeUpdateDescription(doc, out);
+  const changed = !fields.identical(doc, out);
+  if (Object.keys(out)[0] !== '_id' && '_id' in out) {
+    const { _id, ...rest } = out;
+    out = { _id, ...rest };
+  }
+  return { doc: out, changed, description };
 }
 
 interface PlannedOp {

@@ -2,7 +2,6 @@ import type { Document } from 'bson';
 import { isDocument } from '../../bson/paths';
 import { CommandError, writeErrorFrom, type WriteErrorEntry } from '../../errors';
 import { applyUpdate } from '../../query/update';
-import { computeUpdateDescription } from '../../query/update-description';
 import { upsertSeed } from '../../query/upsert';
 import { checkIdNotDollarPrefixed } from '../../query/update-replace';
 import {
@@ -139,11 +138,9 @@ export function performUpdate(
     outcome.before = before;
     outcome.after = before;
     if (!applied.changed) continue;
-    // Modifier updates report what each operator logged (v2 log builder); only pipeline
-    // updates diff the two images, as mongod does.
-    const description = replacement
-      ? undefined
-      : (applied.description ?? computeUpdateDescription(before, after));
+    // Modifier updates report what each operator logged (v2 log builder), pipeline updates the
+    // diff of the original and the pipeline's output, as mongod does (see applyUpdate).
+    const description = replacement ? undefined : applied.description;
     coll.replace(rec, after, replacement ? 'replace' : 'update', description, wopts);
     // The collection keeps bytes only: `after` is this caller's own object.
     outcome.after = after;
