@@ -64,7 +64,7 @@ describeOn('replicaSetAndShardedClusters')(
               error: (m, f) => console.log('ERROR', m, JSON.stringify(f ?? {})),
             }
           : silentLogger,
-        engine: TUNING,
+        engine: { ...TUNING, verification: { recheckMs: 200 } },
         changeApplication: CEA_TUNING,
       });
       await engine.ready;
@@ -100,6 +100,21 @@ describeOn('replicaSetAndShardedClusters')(
       await shop.collection<AnyDoc>('items').updateMany({ v: 3 }, { $set: { touched: true } });
       await shop.collection<AnyDoc>('events').deleteMany({ at: { $lt: 100 } });
       await shop.collection<AnyDoc>('events').insertOne({ _id: new Int32(5000), at: 5000 });
+      // Fields reordered by a pipeline update: replayed in place, then repaired by the live
+      // verifier from the source — on a sharded collection, by its shard key and _id.
+      await shop
+        .collection<AnyDoc>('items')
+        .updateOne({ _id: new Int32(9) }, [
+          { $replaceWith: { _id: '$_id', v: '$v', sku: '$sku' } },
+        ]);
+      await waitFor(
+        () =>
+          (job!.progress().verification as { documentsRepaired?: number } | undefined)
+            ?.documentsRepaired === 1,
+        60_000,
+        'the reordered document repaired',
+        () => JSON.stringify(job!.progress().verification),
+      );
       await waitFor(() => job!.progress().canCommit === true, 60_000, 'canCommit again');
       await job.commit();
       await waitFor(

@@ -257,10 +257,22 @@ describe('ChangeApplier', () => {
     const running = applier.run(ctrl.signal);
     await waitFor(() => writer.docs.has('d.c|1') && repair !== null);
     const identity = documentIdentity('d.c', '', { _id: 1 });
-    expect(repair!({ db: 'd', coll: 'c' }, 1, identity)).toBe(true);
+    expect(repair!({ db: 'd', coll: 'c' }, 1, identity, {})).toBe(true);
     await waitFor(() => lookup.calls === 1 && writer.docs.get('d.c|1')?.w === 2);
     expect(writer.docs.get('d.c|1')).toEqual({ _id: 1, w: 2, v: 1 });
     expect(writer.log.slice(-1)).toEqual(['replace:d.c|1']);
+    // On a sharded destination collection the replacement's filter names the shard key.
+    lookup.source.set('d.s|2', { _id: 2, region: 'eu', v: 3 });
+    const sharded = { shardKeyFields: ['region'] };
+    expect(
+      repair!({ db: 'd', coll: 's' }, 2, documentIdentity('d.s', '', { _id: 2 }), sharded),
+    ).toBe(true);
+    await waitFor(() => writer.docs.has('d.s|2'));
+    const last = writer.bulks[writer.bulks.length - 1]!;
+    expect(last).toMatchObject({
+      ns: 'd.s',
+      ops: [{ kind: 'replace', filter: { _id: 2, region: 'eu' } }],
+    });
     // Not an event: the applied count and the checkpoint's pending work are untouched.
     expect(applier.stats().totalEventsApplied).toBe(1);
     expect(applier.stats().pendingEvents).toBe(0);

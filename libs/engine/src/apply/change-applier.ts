@@ -79,7 +79,12 @@ export type DocumentRepair = (
   ns: Namespace,
   id: unknown,
   identity: string,
-  collectionUuid?: string,
+  collection: {
+    /** The source collection's UUID (hex): the lookup reads that very collection. */
+    uuid?: string;
+    /** The destination collection's shard key fields, when it is sharded (see DocumentWrite). */
+    shardKeyFields?: string[];
+  },
 ) => boolean;
 
 export interface ChangeApplierOptions {
@@ -479,7 +484,7 @@ export class ChangeApplier {
   }
 
   /** See DocumentRepair. Not counted as an applied event and holds back no checkpoint. */
-  private readonly repair: DocumentRepair = (ns, id, identity, collectionUuid) => {
+  private readonly repair: DocumentRepair = (ns, id, identity, collection) => {
     if (!this.running || this.failure !== undefined || this.resizing || this.options.gate)
       return false;
     const write: DocumentWrite = {
@@ -488,7 +493,8 @@ export class ChangeApplier {
       steps: [{ kind: 'lookup', documentKey: { _id: id } }],
       supersedes: true,
     };
-    if (collectionUuid !== undefined) write.collectionUuid = collectionUuid;
+    if (collection.uuid !== undefined) write.collectionUuid = collection.uuid;
+    if (collection.shardKeyFields) write.shardKeyFields = collection.shardKeyFields;
     this.lanes[laneOf(identity, this.activeLanes)].push(write, null);
     return true;
   };

@@ -706,10 +706,16 @@ export class Verification {
    * warning names it and progress counts it. A document still different after its repair stays
    * a mismatch, for the final pass to report.
    */
-  private repairDocument(target: VerifyTarget, entry: DirtyId): void {
+  private repairDocument(session: JobSession, target: VerifyTarget, entry: DirtyId): void {
     if (entry.repaired || !this.repair) return;
     const ns = { db: target.database, coll: target.collection };
-    if (!this.repair(ns, entry.id, entry.identity, target.uuid)) return;
+    const shardKey =
+      target.key !== undefined ? session.catalog.byKey(target.key)?.shardKey : undefined;
+    const collection = {
+      ...(target.uuid !== undefined ? { uuid: target.uuid } : {}),
+      ...(shardKey ? { shardKeyFields: Object.keys(shardKey.key) } : {}),
+    };
+    if (!this.repair(ns, entry.id, entry.identity, collection)) return;
     entry.repaired = true;
     this.repaired += 1;
     this.options.logger.warn(
@@ -946,7 +952,7 @@ export class Verification {
           );
           batch.forEach((entry, k) => {
             const stuck = tracker.documentChecked(state, entry, startSeq, result.equal[k]!);
-            if (stuck && phase === 'live') this.repairDocument(target, entry);
+            if (stuck && phase === 'live') this.repairDocument(session, target, entry);
           });
           if (figures) figures.documentsRead += result.read;
           if (result.problems.length > 0)
