@@ -40,6 +40,8 @@ export interface InstanceFigures {
     namespacesTotal: number;
     namespacesVerified: number;
     mismatches: number;
+    /** Documents the live pass had rewritten from the source (see Verification). */
+    documentsRepaired: number;
     /** The incremental verifier's backlog (absent from older builds' snapshots). */
     backlog: {
       dirtyDocuments: number;
@@ -109,6 +111,7 @@ function verificationOf(value: unknown): InstanceFigures['verification'] {
     namespacesTotal: num(value.namespacesTotal) ?? 0,
     namespacesVerified: num(value.namespacesVerified) ?? 0,
     mismatches: num(value.mismatches) ?? 0,
+    documentsRepaired: num(value.documentsRepaired) ?? 0,
     backlog: backlog
       ? {
           dirtyDocuments: num(backlog.dirtyDocuments) ?? 0,

@@ -120,6 +120,7 @@ describe('GET /metrics on a worker', () => {
         namespacesVerified: 1,
         mismatches: 2,
         pendingRecheck: 2,
+        documentsRepaired: 4,
         samples: [{ namespace: 'db.c', problems: ['document differs'], ids: ['1'] }],
       },
     } as never;
@@ -130,6 +131,7 @@ describe('GET /metrics on a worker', () => {
     const errors = { worker: 'worker', error: 'MongoNetworkError' };
     expect(value(families, 'cluster_sync_errors_total', errors)).toBe(1);
     expect(value(families, 'cluster_sync_verification_mismatches')).toBe(2);
+    expect(value(families, 'cluster_sync_verification_documents_repaired')).toBe(4);
     expect(value(families, 'cluster_sync_verification_namespaces')).toBe(3);
     expect(value(families, 'cluster_sync_verification_namespaces_verified')).toBe(1);
     expect(

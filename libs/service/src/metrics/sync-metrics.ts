@@ -138,6 +138,11 @@ export class SyncMetrics {
       (f) => f.verification?.mismatches,
     );
     perWorker(
+      'verification_documents_repaired',
+      'Documents the live verifier found different with no write pending and had rewritten from the source, since the job started on this worker process.',
+      (f) => f.verification?.documentsRepaired,
+    );
+    perWorker(
       'verification_namespaces',
       'Namespaces the embedded verifier has to check.',
       (f) => f.verification?.namespacesTotal,
