@@ -82,6 +82,7 @@ function setup(request: Partial<JobRecord['request']> = {}) {
     source: src,
     destinationReader: dst,
     partitionsOf: () => partitions,
+    catalog: { byKey: (key: string) => (key === record.key ? record : undefined) },
     ...walksEverything(),
   } as unknown as JobSession;
   const { verification, advance } = verifier();
@@ -164,6 +165,72 @@ describe('incremental verification (ranges checked once, then kept verified by w
     expect([s.src.comparisons, s.dst.comparisons]).toEqual([4, 4]);
     await s.verification.finalPass(s.session, new AbortController().signal);
     expect(s.verification.status(s.job, true)?.phase).toBe('passed');
+  });
+
+  it('a document that stays different with no write pending is repaired once by change application, never by the final pass', async () => {
+    const s = setup();
+    // The identity the lanes and the verifier share: the collection's key and the `_id`.
+    const identity = documentIdentity('items-key', '', { _id: 7 });
+    const wrote = () =>
+      s.verification.appliedWrites.document({ db: 'shop', coll: 'items' }, 7, identity);
+    const asked: Array<{ id: unknown; identity: string; collection: unknown }> = [];
+    let accept = false;
+    s.verification.appliedWrites.repairs!((ns, id, asIdentity, collection) => {
+      asked.push({ id, identity: asIdentity, collection });
+      if (!accept) return false; // e.g. lanes being resized: asked again at the next check
+      expect(ns).toEqual({ db: 'shop', coll: 'items' });
+      s.item(s.dst, 7).s = s.item(s.src, 7).s; // the lookup's rewrite, reported as lanes do
+      wrote();
+      return true;
+    });
+    // Written by change application, yet different: its events could not reproduce it.
+    s.item(s.dst, 7).s = 'not what the source holds';
+    wrote();
+    s.advance(60_000);
+    await live(s, () => asked.length >= 1);
+    expect(asked[0]).toMatchObject({ identity, collection: {} });
+    expect(Number(asked[0]!.id)).toBe(7); // as the check read it (an Int32)
+    expect(s.verification.status(s.job, false)?.documentsRepaired).toBeUndefined();
+    accept = true;
+    s.advance(60_000); // its next recheck is due
+    await live(s, () => s.verification.status(s.job, false)?.documentsRepaired === 1);
+    s.advance(60_000);
+    await live(s, () => s.verification.status(s.job, false)?.backlog?.dirtyDocuments === 0);
+    // Different again after its repair, with no write (altered behind the sync): the final
+    // pass reports it and never repairs.
+    const before = asked.length;
+    s.item(s.dst, 7).s = 'altered again';
+    wrote();
+    await expect(
+      s.verification.finalPass(s.session, new AbortController().signal),
+    ).rejects.toBeInstanceOf(VerificationFailedError);
+    expect(asked.length).toBe(before);
+    expect(s.verification.status(s.job, false)?.documentsRepaired).toBe(1);
+  });
+
+  it('a repaired document still different is not repaired again while it is tracked', async () => {
+    const s = setup();
+    const identity = documentIdentity('items-key', '', { _id: 7 });
+    let asked = 0;
+    // The rewrite lands, yet the destination still differs (what the repair cannot fix).
+    s.verification.appliedWrites.repairs!((ns, id, asIdentity) => {
+      asked += 1;
+      s.verification.appliedWrites.document(ns, id, asIdentity);
+      return true;
+    });
+    s.item(s.dst, 7).s = 'not what the source holds';
+    s.verification.appliedWrites.document({ db: 'shop', coll: 'items' }, 7, identity);
+    for (let round = 0; round < 4; round++) {
+      s.advance(60_000);
+      await live(
+        s,
+        () =>
+          asked >= 1 &&
+          s.verification.tracker.get('shop', 'items')!.ids.get(identity)!.differs >= round + 2,
+      );
+    }
+    expect(asked).toBe(1);
+    expect(s.verification.status(s.job, false)?.pendingRecheck).toBe(1);
   });
 
   it('live cycles start a tick apart: one that read for longer is followed at once', async () => {
