@@ -281,6 +281,7 @@ class CoordinatorLikeEngine extends FakeSyncEngine {
         namespacesVerified: 3,
         mismatches: 1,
         pendingRecheck: 0,
+        documentsRepaired: 2,
         samples: [
           // Nothing sends a URL; if one came, the page must not show its credentials.
           {
@@ -364,6 +365,9 @@ class CoordinatorLikeEngine extends FakeSyncEngine {
       expect(await text(page, '#alert')).toBe('Missing workers: shardB');
       expect(await text(page, '#verify-phase')).toBe('failed');
       expect(await text(page, '#verify-text')).toBe('3 of 4 namespaces verified');
+      expect(await text(page, '#verify-figures')).toBe(
+        'mismatches: 1 · to re-check: 0 · repaired from the source: 2',
+      );
       expect(await text(page, '#verify-samples')).toBe(
         'shop.orders: [redacted URL] differs (_id 1)',
       );

@@ -227,6 +227,7 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
     setText($('verify-text'), (v.namespacesVerified || 0) + ' of ' + (v.namespacesTotal || 0) + ' namespaces verified');
     var figures = ['mismatches: ' + (v.mismatches || 0)];
     if (typeof v.pendingRecheck === 'number') figures.push('to re-check: ' + v.pendingRecheck);
+    if (v.documentsRepaired > 0) figures.push('repaired from the source: ' + v.documentsRepaired);
     setText($('verify-figures'), figures.join(' · '));
     var list = $('verify-samples');
     while (list.firstChild) list.removeChild(list.firstChild);
