@@ -276,10 +276,15 @@ describe('ChangeApplier', () => {
     // Not an event: the applied count and the checkpoint's pending work are untouched.
     expect(applier.stats().totalEventsApplied).toBe(1);
     expect(applier.stats().pendingEvents).toBe(0);
+    // Stopping (the commit's drain stops the run): refused at once, though the run still ends
+    // its lanes — nothing queued after that drain could land after the destination opens.
+    const stillHeld = repair!;
     ctrl.abort();
+    expect(stillHeld({ db: 'd', coll: 'c' }, 1, identity, {})).toBe(false);
     await running;
     // Stopped: the verifier is told it can no longer ask.
     expect(repair).toBeNull();
+    expect(lookup.calls).toBe(2);
   });
 
   it('falls back to a source lookup when the destination rejects a replayed update', async () => {

@@ -202,6 +202,8 @@ export class ChangeApplier {
   private failed = new AbortController();
   /** The lanes in use are being resized (drained first): nothing may be queued beside events. */
   private resizing = false;
+  /** The current run's signal: once it aborts, the lanes drain and take nothing new. */
+  private runSignal: AbortSignal | undefined;
 
   constructor(private readonly options: ChangeApplierOptions) {
     this.startTime = options.startAtOperationTime;
@@ -234,6 +236,7 @@ export class ChangeApplier {
   async run(signal: AbortSignal): Promise<void> {
     if (this.running) throw new ApplyError('the change applier is already running', false);
     this.running = true;
+    this.runSignal = signal;
     this.failure = undefined;
     this.failed = new AbortController();
     let cursor: ChangeFeedCursor | undefined;
@@ -485,7 +488,16 @@ export class ChangeApplier {
 
   /** See DocumentRepair. Not counted as an applied event and holds back no checkpoint. */
   private readonly repair: DocumentRepair = (ns, id, identity, collection) => {
-    if (!this.running || this.failure !== undefined || this.resizing || this.options.gate)
+    // Never once the run is stopping: its lanes drain before it ends (the commit's `drained`
+    // step stops it), and a repair queued after that drain could land after the destination
+    // opens, over the application's writes.
+    if (
+      !this.running ||
+      this.runSignal?.aborted ||
+      this.failure !== undefined ||
+      this.resizing ||
+      this.options.gate
+    )
       return false;
     const write: DocumentWrite = {
       ns,
