@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LEDGER_DIR, findLeaks } from './helpers/leak-ledger';
+import { LEDGER_DIR, findLeaks, findRepairs } from './helpers/leak-ledger';
 
 /**
  * Issue 13 §6: every line the end-to-end suites' processes (workers, coordinators, emulators,
@@ -17,4 +17,12 @@ export default function globalTeardown(): void {
   writeFileSync(join(LEDGER_DIR, '..', 'leak-check.txt'), `${verdict}\n`);
   console.log(`\n${verdict}`);
   if (leaks.length > 0) throw new Error(verdict);
+  // The sync's own writes must make the clusters equal: a document the live verifier had to
+  // rewrite from the source in an end-to-end run is a divergence its byte-equal check would hide.
+  const repairs = findRepairs();
+  if (repairs.length > 0) {
+    const failed = `repair check FAILED: the live verifier rewrote documents from the source in ${repairs.length} process output(s):\n${repairs.join('\n')}`;
+    console.log(`\n${failed}`);
+    throw new Error(failed);
+  }
 }

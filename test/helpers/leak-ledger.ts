@@ -67,3 +67,29 @@ export function findLeaks(): { records: number; bytes: number; leaks: string[] }
   }
   return { records, bytes, leaks };
 }
+
+/**
+ * The live verifier's warning when it rewrites a document from the source (verification.ts).
+ * No end-to-end suite causes one on purpose: a repair there means the sync's change application
+ * diverged and a byte-equal ending would hide it.
+ */
+export const REPAIR_WARNING = 'rewritten from the source';
+
+/** The ledger records (`file: source`) that hold a repair warning. */
+export function findRepairs(): string[] {
+  let files: string[] = [];
+  try {
+    files = readdirSync(LEDGER_DIR);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const file of files) {
+    const text = readFileSync(join(LEDGER_DIR, file), 'utf8');
+    for (const record of text.split('\n### ').slice(1)) {
+      if (record.includes(REPAIR_WARNING))
+        found.push(`${file}: ${record.slice(0, record.indexOf('\n'))}`);
+    }
+  }
+  return found;
+}
