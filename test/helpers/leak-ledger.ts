@@ -70,8 +70,9 @@ export function findLeaks(): { records: number; bytes: number; leaks: string[] }
 
 /**
  * The live verifier's warning when it rewrites a document from the source (verification.ts).
- * No end-to-end suite causes one on purpose: a repair there means the sync's change application
- * diverged and a byte-equal ending would hide it.
+ * A repair a test did not cause on purpose means the sync's change application diverged and a
+ * byte-equal ending would hide it: the end-to-end run (jest.global-teardown.ts) and the
+ * integration helpers (integration/sync-helpers.ts) fail on one.
  */
 export const REPAIR_WARNING = 'rewritten from the source';
 

@@ -15,6 +15,7 @@ import {
   type TestClusters,
 } from '../helpers/clusters';
 import { waitFor } from './copy-helpers';
+import { REPAIR_WARNING } from '../helpers/leak-ledger';
 
 export { waitFor };
 
@@ -71,9 +72,6 @@ export const PER_SHARD_START = {
   enableUserWriteBlocking: true,
   reversible: false,
 } satisfies StartRequest;
-
-/** The live verifier's warning when it rewrites a document from the source (verification.ts). */
-export const REPAIR_WARNING = 'rewritten from the source';
 
 /** Repair warnings the helpers' engines logged in the current test. */
 const repairWarnings: string[] = [];

@@ -72,8 +72,8 @@ export interface AppliedWrites {
  * replaces the destination's (or the destination's is removed when the source has none). In the
  * lane, it is ordered with the document's change events; the events after it are applied on top,
  * as after any lookup, so the document converges. Returns false when it cannot be queued now
- * (stopping, failed, lanes being resized, or a per-shard worker: another shard may own the
- * document's current version).
+ * (stopping, failed, lanes being resized). A per-shard worker offers none (`run`): another
+ * shard may own the document's current version.
  */
 export type DocumentRepair = (
   ns: Namespace,
@@ -491,13 +491,7 @@ export class ChangeApplier {
     // Never once the run is stopping: its lanes drain before it ends (the commit's `drained`
     // step stops it), and a repair queued after that drain could land after the destination
     // opens, over the application's writes.
-    if (
-      !this.running ||
-      this.runSignal?.aborted ||
-      this.failure !== undefined ||
-      this.resizing ||
-      this.options.gate
-    )
+    if (!this.running || this.runSignal?.aborted || this.failure !== undefined || this.resizing)
       return false;
     const write: DocumentWrite = {
       ns,
