@@ -227,6 +227,8 @@ export class Verification {
   private readonly liveMismatches = new Map<string, VerificationMismatch>();
   private retriedReads = 0;
   private lastRetry: string | null = null;
+  /** A DDL made the tracker forget namespaces: the next follow walks the whole catalog. */
+  private walkCatalog = false;
   /** Change application's repair while it runs (AppliedWrites.repairs). */
   private repair: DocumentRepair | null = null;
   private repaired = 0;
@@ -242,6 +244,11 @@ export class Verification {
       if (REPLACING_DDL.has(event.operationType)) {
         this.tracker.invalidate(ns.db, ns.coll);
         if (event.to) this.tracker.invalidate(event.to.db, event.to.coll);
+        // The tracker forgot those namespaces, ranges and all; the catalog write that renamed
+        // or dropped them may already have been followed (the live pass can run between the
+        // two), so the next look walks the whole catalog and gives them their ranges again —
+        // else a write to the new name stayed unchecked, holding canCommit.
+        this.walkCatalog = true;
       } else {
         this.tracker.metadataChanged(ns.db, ns.coll);
       }
@@ -558,7 +565,9 @@ export class Verification {
   private follow(session: JobSession, final: boolean): Map<string, VerifyTarget> {
     const topology = this.topologyOf(session);
     // The commit's pass walks the whole catalog whatever changed; the live pass what changed.
-    const { memo: live, changed } = this.followLive(session, topology, final);
+    const walkAll = final || this.walkCatalog;
+    this.walkCatalog = false;
+    const { memo: live, changed } = this.followLive(session, topology, walkAll);
     let targets = live.targets;
     let tracked: Iterable<TrackedNamespace> = trackedOf(live.entries);
     if (final) {
