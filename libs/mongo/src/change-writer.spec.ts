@@ -97,6 +97,46 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2, x: 1 });
   });
 
+  it('sends an insert as an insert, beside the updates and deletes, one command each', async () => {
+    const started: string[] = [];
+    const monitored = await new MongoClient(cluster.uri, {
+      writeConcern: { w: 'majority', j: true },
+      monitorCommands: true,
+    }).connect();
+    monitored.on('commandStarted', (e) => void started.push(`sent ${e.commandName}`));
+    try {
+      const failures = await new MongoChangeWriter(monitored).bulkWrite(ns, [
+        // An insert of an `_id` the destination holds: the lane's cue to replace.
+        { kind: 'replace', filter: { _id: 1 }, replacement: { _id: 1, u: 10 }, insert: true },
+        { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
+        { kind: 'replace', filter: { _id: 3 }, replacement: { _id: 3, u: 3 }, insert: true },
+        { kind: 'delete', filter: { _id: 4 } },
+      ]);
+      expect(failures).toEqual([
+        {
+          index: 0,
+          code: 11000,
+          message: expect.stringContaining('E11000'),
+          faultLabels: new Set(['refused', 'duplicateKey']),
+        },
+      ]);
+      // One command each (sent together: no order between them).
+      expect(started.filter((e) => e.startsWith('sent')).sort()).toEqual([
+        'sent delete',
+        'sent insert',
+        'sent update',
+      ]);
+    } finally {
+      await monitored.close();
+    }
+    const coll = client.db(ns.db).collection(ns.coll);
+    expect(await coll.find({}, { sort: { _id: 1 } }).toArray()).toEqual([
+      { _id: 1, u: 1 },
+      { _id: 2, u: 2, x: 1 },
+      { _id: 3, u: 3 },
+    ]);
+  });
+
   it('maps a duplicate key to a per-op failure when the write concern is met', async () => {
     const failures = await writer.bulkWrite(ns, conflicting);
     expect(failures).toEqual([

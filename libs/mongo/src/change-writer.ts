@@ -124,20 +124,25 @@ export class MongoChangeWriter implements ChangeWriter {
   }
 
   /**
-   * The driver sends an unordered bulk's updates and deletes as two commands, one after the
-   * other; they address distinct documents (see the class comment), so they go as two bulks at
-   * once instead: one round trip, not two. Failures are mapped back to indexes of `ops`.
+   * The driver sends an unordered bulk's inserts, updates and deletes as one command each, one
+   * after the other; they address distinct documents (see the class comment), so they go as
+   * bulks of one command each, at once instead: one round trip, not three. Failures are mapped
+   * back to indexes of `ops`.
    */
   private async bulkOnce(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
-    const deletes: number[] = [];
-    const others: number[] = [];
-    ops.forEach((op, index) => (op.kind === 'delete' ? deletes : others).push(index));
-    if (deletes.length === 0 || others.length === 0) return this.bulkCommand(ns, ops);
+    const byCommand: Record<'insert' | 'update' | 'delete', number[]> = {
+      insert: [],
+      update: [],
+      delete: [],
+    };
+    ops.forEach((op, index) => byCommand[commandOf(op)].push(index));
+    const groups = Object.values(byCommand).filter((indexes) => indexes.length > 0);
+    if (groups.length <= 1) return this.bulkCommand(ns, ops);
     const bulk = (part: WriteOp[]) => this.bulkCommand(ns, part);
-    return sentInGroups(ops, [
-      [others, bulk],
-      [deletes, bulk],
-    ]);
+    return sentInGroups(
+      ops,
+      groups.map((indexes): SendGroup => [indexes, bulk]),
+    );
   }
 
   private async bulkCommand(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
@@ -380,9 +385,17 @@ function isLargeStatement(op: WriteOp): boolean {
   );
 }
 
+/** The write command that carries the op. */
+function commandOf(op: WriteOp): 'insert' | 'update' | 'delete' {
+  if (op.kind === 'delete') return 'delete';
+  return op.kind === 'replace' && op.insert ? 'insert' : 'update';
+}
+
 function toModel(op: WriteOp): AnyBulkWriteOperation<Document> {
   switch (op.kind) {
     case 'replace':
+      // An insert stands for the replace-upsert (see WriteOp): the lane upserts on a duplicate.
+      if (op.insert) return { insertOne: { document: op.replacement } };
       return { replaceOne: { filter: op.filter, replacement: op.replacement, upsert: true } };
     case 'update':
       return { updateOne: { filter: op.filter, update: op.update, upsert: false } };

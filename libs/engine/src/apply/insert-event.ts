@@ -2,13 +2,15 @@ import type { ChangeEvent } from './change-event';
 import type { WriteStep } from './write-step';
 
 /**
- * insert → replace-with-upsert on the documentKey. A plain insert would fail with E11000 when
- * the copy (which reads after T0) already wrote the document; replacing makes the write
- * idempotent and leaves exactly the inserted version, which later events then bring forward.
+ * insert → replace-with-upsert on the documentKey, sent as an insert (`insert: true`, see
+ * WriteOp). A plain insert alone would fail with E11000 when the copy (which reads after T0)
+ * already wrote the document, or when the event is applied again after a restart: the lane
+ * then replaces, which is idempotent and leaves exactly the inserted version, which later
+ * events then bring forward.
  */
 export function translateInsert(event: ChangeEvent): WriteStep[] {
   const doc = requireFullDocument(event);
-  return [{ kind: 'replace', filter: requireKey(event), replacement: doc }];
+  return [{ kind: 'replace', filter: requireKey(event), replacement: doc, insert: true }];
 }
 
 export function requireKey(event: ChangeEvent) {

@@ -113,7 +113,15 @@ export class FakeWriter implements ChangeWriter {
     ops.forEach((op, index) => {
       const id = `${key}|${JSON.stringify(op.filter._id)}`;
       this.log.push(`${op.kind}:${id}`);
-      if (op.kind === 'replace') this.docs.set(id, op.replacement);
+      if (op.kind === 'replace' && op.insert && this.docs.has(id)) {
+        // An insert meeting its `_id`, as a destination refuses it.
+        failures.push({
+          index,
+          code: 11000,
+          message: 'E11000 duplicate key error',
+          faultLabels: labelsForWriteCode(11000),
+        });
+      } else if (op.kind === 'replace') this.docs.set(id, op.replacement);
       else if (op.kind === 'delete') this.docs.delete(id);
       else if (this.failUpdates) {
         failures.push({

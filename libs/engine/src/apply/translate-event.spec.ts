@@ -1,4 +1,4 @@
-import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { Decimal128, Double, Int32, Long, ObjectId, type Document } from 'bson';
 import type { ChangeEvent } from './change-event';
 import { documentIdentity } from './doc-key';
 import { ChangeStreamInvalidatedError, UnsupportedEventError } from './errors';
@@ -19,13 +19,13 @@ function event(operationType: string, extra: Partial<ChangeEvent> = {}): ChangeE
 }
 
 describe('translateEvent (CRUD)', () => {
-  it('insert → replace-with-upsert by documentKey', () => {
+  it('insert → replace-with-upsert by documentKey, sent as an insert', () => {
     const t = translateEvent(event('insert', { fullDocument: doc }), all);
     expect(t).toMatchObject({
       kind: 'document',
       write: {
         ns: { db: 'shop', coll: 'orders' },
-        steps: [{ kind: 'replace', filter: { _id: doc._id }, replacement: doc }],
+        steps: [{ kind: 'replace', filter: { _id: doc._id }, replacement: doc, insert: true }],
         supersedes: true,
       },
     });
@@ -34,6 +34,7 @@ describe('translateEvent (CRUD)', () => {
   it('replace → replace-with-upsert; delete → delete by key', () => {
     const r = translateEvent(event('replace', { fullDocument: doc }), all);
     expect(r).toMatchObject({ write: { steps: [{ kind: 'replace' }], supersedes: true } });
+    expect((r as { write: { steps: Document[] } }).write.steps[0]).not.toHaveProperty('insert');
     const d = translateEvent(event('delete'), all);
     expect(d).toMatchObject({
       write: { steps: [{ kind: 'delete', filter: { _id: doc._id } }], supersedes: true },

@@ -272,6 +272,75 @@ describe('WriteLane: the one place a subset of a bulk is sent again', () => {
     expect(writer.bulks).toHaveLength(4);
   });
 
+  const insert = (_id: number): WriteStep => ({
+    kind: 'replace',
+    filter: { _id },
+    replacement: { _id, v: _id },
+    insert: true,
+  });
+
+  it('sends an insert that meets its document again at once, as the replace-upsert', async () => {
+    const writer = new FakeWriter();
+    writer.docs.set('d.c|2', { _id: 2, copied: true });
+    const retried: string[] = [];
+    const { drained, applied, errors } = run(
+      writer,
+      new FakeLookup(),
+      [
+        [{ _id: 1 }, insert(1)],
+        [{ _id: 2 }, insert(2)],
+      ],
+      instantRetry(3, retried),
+    );
+    await drained;
+    expect(errors).toEqual([]);
+    expect(writer.bulks.map((b) => b.ops)).toEqual([[insert(1), insert(2)], [replace(2)]]);
+    expect(writer.bulks[1].ops[0]).not.toHaveProperty('insert');
+    expect(writer.docs.get('d.c|1')).toEqual({ _id: 1, v: 1 });
+    expect(writer.docs.get('d.c|2')).toEqual({ _id: 2, v: 2 });
+    expect(retried).toEqual([]); // not a retry in place: no backoff, not counted
+    expect(applied).toEqual([0, 1]);
+  });
+
+  it('gives a lasting duplicate key of an insert up after 3 upserts', async () => {
+    const writer = new FailingWriter(() => duplicate, Infinity);
+    const { drained } = run(writer, new FakeLookup(), [[{ _id: 7 }, insert(7)]]);
+    await expect(drained).rejects.toThrow('replace of _id 7 on d.c failed: E11000 (code 11000)');
+    expect(writer.bulks.map((b) => b.ops)).toEqual([
+      [insert(7)],
+      [replace(7)],
+      [replace(7)],
+      [replace(7)],
+    ]);
+  });
+
+  it('keeps an inserted document updated in the same batch an insert', async () => {
+    const writer = new FakeWriter();
+    const { drained } = run(writer, new FakeLookup(), [
+      [{ _id: 1 }, insert(1)],
+      [{ _id: 1 }, update(1)],
+    ]);
+    await drained;
+    expect(writer.bulks.map((b) => b.ops)).toEqual([
+      [{ ...insert(1), replacement: { _id: 1, v: 1, a: { b: 1 } } }],
+    ]);
+  });
+
+  it('upserts on a per-shard worker, whose duplicate keys settle moves between shards', async () => {
+    const writer = new FakeWriter();
+    const lane = new WriteLane({
+      writer,
+      lookup: new FakeLookup(),
+      onApplied: () => undefined,
+      onError: () => undefined,
+      keyspace: { keyFields: () => undefined, owns: () => true },
+    });
+    lane.push({ ns, identity: '1', steps: [insert(1)], supersedes: true }, 0);
+    await lane.drain();
+    expect(writer.bulks.map((b) => b.ops)).toEqual([[replace(1)]]);
+    expect(writer.bulks[0].ops[0]).not.toHaveProperty('insert');
+  });
+
   it('never sends an update or a delete again for a duplicate key', async () => {
     const writer = new FailingWriter(() => duplicate, Infinity);
     const { drained } = run(writer, new FakeLookup(), [[{ _id: 1 }, update(1)]]);

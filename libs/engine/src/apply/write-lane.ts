@@ -305,7 +305,8 @@ export class WriteLane {
    * document's order. The one place a subset of a bulk is sent again (the writer only
    * translates): also a replace-upsert that met a duplicate key, at once and at most
    * UPSERT_RETRIES times — two upserts of one new `_id` race (this write and the copy's
-   * insert), and the loser finds the document on its next try.
+   * insert), and the loser finds the document on its next try — and an insert that met the
+   * document, as the replace-upsert it stands for (`ops` then holds that upsert).
    */
   private async write(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
     if (ops.length > 0) this.deps.onBulk?.(ops.length);
@@ -348,15 +349,24 @@ export class WriteLane {
         batch.map((p) => p.op),
       );
       const mapped = failures.map((f) => ({ ...f, index: batch[f.index].index }));
-      const racing = (f: WriteFailure) =>
-        race < UPSERT_RETRIES &&
-        ops[f.index].kind === 'replace' &&
-        hasFaultLabel(f, 'duplicateKey');
+      // An insert that met the document (see WriteOp): sent again as the replace-upsert at
+      // once, whatever the race count.
+      const racing = (f: WriteFailure) => {
+        const op = ops[f.index];
+        return (
+          op.kind === 'replace' &&
+          hasFaultLabel(f, 'duplicateKey') &&
+          (op.insert === true || race < UPSERT_RETRIES)
+        );
+      };
       for (const f of mapped) {
         if (racing(f)) continue;
         (hasFaultLabel(f, 'transient') ? transient : failed).push(f);
       }
-      batch = mapped.filter(racing).map((f) => ({ op: ops[f.index], index: f.index }));
+      batch = mapped.filter(racing).map((f) => {
+        ops[f.index] = asUpsert(ops[f.index]);
+        return { op: ops[f.index], index: f.index };
+      });
     }
     return { transient, failed };
   }
@@ -364,7 +374,10 @@ export class WriteLane {
   private resolve(ns: Namespace, step: WriteStep): Promise<WriteOp> | WriteOp {
     if (step.kind === 'lookup') return this.resolveLookup(ns, step.documentKey);
     if (step.kind === 'retire') throw new Error('a retire step is run before its round');
-    return step.kind === 'replace' ? this.targeted(ns, step) : step;
+    if (step.kind !== 'replace') return step;
+    // A per-shard worker upserts: settleMove reads a duplicate key of an upsert under its shard
+    // key as the other half of a move between shards.
+    return this.targeted(ns, this.deps.keyspace ? asUpsert(step) : step);
   }
 
   /** The source's current document with this key (its collection followed by UUID), or null. */
@@ -463,6 +476,14 @@ function valueAt(doc: Document, path: string): unknown {
 function keyOf(step: WriteStep | undefined): Document | undefined {
   if (!step) return undefined;
   return step.kind === 'lookup' || step.kind === 'retire' ? step.documentKey : step.filter;
+}
+
+/** A replace sent as an insert (see WriteOp), as the replace-upsert it stands for. */
+function asUpsert<T extends WriteOp>(op: T): T {
+  const write: WriteOp = op;
+  if (write.kind !== 'replace' || !write.insert) return op;
+  const { insert: _insert, ...upsert } = write;
+  return upsert as T;
 }
 
 /** Two replace-upserts of one new `_id` can race (this write vs the copy's insert): retry a few. */

@@ -61,8 +61,15 @@ export interface DocumentLookup {
 
 /** One idempotent document write; several are sent together as an unordered bulk. */
 export type WriteOp =
-  /** Replace-with-upsert: the document ends up equal to `replacement` whatever was there. */
-  | { kind: 'replace'; filter: Document; replacement: Document }
+  /**
+   * Replace-with-upsert: the document ends up equal to `replacement` whatever was there.
+   * `insert`: the document is new as far as the events tell (an insert event, with any updates
+   * applied onto it in memory): the writer sends it as an insert, which costs a destination a
+   * fraction of an upsert; one that is there already (the copy read it, or the event is applied
+   * again after a restart) fails with a duplicate key, and the write lane then sends the
+   * replace-upsert at once — the same outcome either way.
+   */
+  | { kind: 'replace'; filter: Document; replacement: Document; insert?: boolean }
   /** Update without upsert: a missing document stays missing (a later event recreates it). */
   | { kind: 'update'; filter: Document; update: Document }
   | { kind: 'delete'; filter: Document };
