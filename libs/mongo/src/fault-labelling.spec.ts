@@ -1,6 +1,7 @@
 import { isPermanent, isTransientFault, labelsOf, worthRunningAgain } from '@sync/engine';
 import {
   MongoBulkWriteError,
+  MongoInvalidArgumentError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoOperationTimeoutError,
@@ -44,6 +45,11 @@ describe('driver errors → fault labels (the adapter boundary)', () => {
       new MongoServerSelectionError('no primary', { type: 'Unknown' } as never),
       ['transient'],
     ],
+    [
+      'an operation the driver refused to send',
+      new MongoInvalidArgumentError('Replacement document must not contain atomic operators'),
+      ['permanent'],
+    ],
   ])('%s', (_what, error, labels) => {
     expect(sorted(driverFaultLabels(error))).toEqual(labels);
     expect(sorted(labelsOf(labelDriverError(error)))).toEqual(labels);
@@ -65,6 +71,9 @@ describe('driver errors → fault labels (the adapter boundary)', () => {
     expect(isPermanent(labelDriverError(server(13)))).toBe(true);
     expect(isPermanent(labelDriverError(server(91)))).toBe(false);
     expect(isPermanent(labelDriverError(new MongoNetworkError('x')))).toBe(false);
+    const refusal = labelDriverError(new MongoInvalidArgumentError('Document is too large'));
+    expect(isPermanent(refusal)).toBe(true);
+    expect(worthRunningAgain(refusal)).toBe(false);
   });
 
   it('labels a write concern error by its code', () => {

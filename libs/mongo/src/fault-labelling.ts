@@ -9,6 +9,7 @@ import {
 } from '@sync/engine';
 import {
   MongoError,
+  MongoInvalidArgumentError,
   MongoNetworkError,
   MongoOperationTimeoutError,
   MongoServerSelectionError,
@@ -35,6 +36,8 @@ export function driverFaultLabels(error: MongoError): Set<FaultLabel> {
   ) {
     labels.add('transient');
   }
+  // Refused by the driver before anything was sent: sending it again sends the same thing.
+  if (error instanceof MongoInvalidArgumentError) labels.add('permanent');
   return labels;
 }
 

@@ -214,6 +214,7 @@ describe('WriteLane update fallback', () => {
     ['a refusal with a code (Unauthorized)', { code: 13, codeName: 'Unauthorized' }, false],
     ['an error without a code (a closed client)', {}, true],
     ['a transient code', { code: 91, codeName: 'ShutdownInProgress' }, true],
+    ['an operation the driver refused to send', { name: 'MongoInvalidArgumentError' }, false],
   ])(
     'names the namespace of a whole bulk that failed: %s (retryable: %s)',
     async (_what, fields, retryable) => {

@@ -30,7 +30,8 @@ export type FaultLabel =
   /**
    * Running the sync again cannot cure it: the sync stops and shows it. The engine's own named
    * stops carry it from their construction (an ApplyError that is not retryable, a copy write
-   * refused for good); an API error and a programming error (TypeError...) are read as such.
+   * refused for good); an API error, a programming error (TypeError...) and an operation the
+   * driver refused to send (MongoInvalidArgumentError) are read as such.
    */
   | 'permanent';
 
@@ -81,6 +82,12 @@ const TRANSIENT_SERVER_LABELS = /Retryable|ResumableChangeStreamError|TransientT
 
 /** Names of the driver's error classes that mean "try again" (for unlabelled errors only). */
 const TRANSIENT_CLASS_NAMES = /Network|ServerSelection|PoolCleared|Timeout|NotPrimary|Interrupted/;
+
+/**
+ * Names of the driver's error classes that mean "refused for good": an operation the driver
+ * would not send (an argument it cannot encode or check): sent again, it is the same operation.
+ */
+const PERMANENT_CLASS_NAMES = /^MongoInvalidArgumentError$/;
 
 /**
  * A server error code as a number. A command run with exact BSON options (`promoteValues:
@@ -171,6 +178,7 @@ export function labelsOf(error: unknown): ReadonlySet<FaultLabel> {
   if (serverLabels.some((l) => isTransientServerLabel(String(l)))) labels.add('transient');
   if (
     error instanceof ApiError ||
+    (typeof name === 'string' && PERMANENT_CLASS_NAMES.test(name)) ||
     error instanceof TypeError ||
     error instanceof RangeError ||
     error instanceof ReferenceError
