@@ -39,6 +39,12 @@ export interface StepResult {
   /** Highest `lagTimeSeconds` the worker itself reported during the window. */
   workerLagMax: number | null;
   drained: boolean;
+  /**
+   * Seconds from the last probe seen until the worker said `canCommit` again (its embedded
+   * verifier caught up with the step's writes; null: no worker API, or not within the drain
+   * time). The step's CPU counts until then.
+   */
+  settleSeconds: number | null;
   /** The load generator (or the source) could not produce 90% of the target rate. */
   loadLimited: boolean;
   /** Lag p99 stayed within the limit for the achieved rate (which is the step's figure). */
@@ -58,6 +64,14 @@ export interface StepResult {
 
 /** Commands whose counts `destinationCommandsPer100` reports. */
 const COUNTED_COMMANDS = ['insert', 'update', 'delete', 'find'] as const;
+
+/** `; canCommit again after N s` (or that it did not come), for a worker's step. */
+function settled(step: StepResult, api: string | null): string {
+  if (api === null) return '';
+  return step.settleSeconds === null
+    ? '; no canCommit within the drain time'
+    : `; canCommit again after ${step.settleSeconds} s`;
+}
 
 /** `destinationCommandsPer100` as one line's text: `insert 0.1, update 1.5, …`. */
 export function formatCommands(commands: Record<string, number>): string {
@@ -117,7 +131,8 @@ export interface ChangeOptions {
  * load achieved; if that is < 90% of the target the load, not the worker, is the limit and rising
  * stops with a lower bound). Rising stops at the first step that does not hold, after one more step
  * halfway between it and the highest that held (if the first step fails, its rate is halved, at
- * most 3 times, so a sustained figure is still found).
+ * most 3 times, so a sustained figure is still found). After each step of a worker the next waits
+ * for its `canCommit` (changes applied and its verifier caught up), counted in the step's CPU.
  */
 export async function measureChangeApplication(
   source: MongoClient,
@@ -163,7 +178,7 @@ export async function measureChangeApplication(
       steps.push(step);
       const commands = step.destinationCommandsPer100;
       options.log(
-        `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}${
+        `  change load ${Math.round(target)} ops/s → achieved ${Math.round(step.achievedOpsPerSec)}, lag p99 ${fmt(step.lagP99)} s, worker lag ≤ ${step.workerLagMax ?? '-'} s${step.held ? '' : '  (not held)'}${settled(step, api)}${
           commands ? `; destination commands per 100 changes: ${formatCommands(commands)}` : ''
         }`,
       );
@@ -196,6 +211,17 @@ export async function measureChangeApplication(
     sourceLimited,
     steps,
   };
+}
+
+/** Seconds until the worker reports `canCommit`, or null after `limitSeconds`. */
+async function untilCanCommit(api: string, limitSeconds: number): Promise<number | null> {
+  const began = Date.now();
+  for (;;) {
+    const p = await progress(api).catch(() => null);
+    if (p?.canCommit) return Math.round((Date.now() - began) / 100) / 10;
+    if (Date.now() - began > limitSeconds * 1000) return null;
+    await sleep(250);
+  }
 }
 
 /** Deletes what the load inserted, so the source holds exactly the 1× dataset again. */
@@ -273,6 +299,10 @@ async function runStep(
   if (failure !== null) throw failure instanceof Error ? failure : new Error(String(failure));
   const lastProbe = probe.nextSeq - 1;
   const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
+  // The embedded verifier gives way to change application while it keeps up, and reads what it
+  // deferred afterwards: without this wait the next step would pay for this one's reads (a step
+  // below a failed one then failed at a rate held before). Counted in this step's CPU.
+  const settleSeconds = api === null ? null : await untilCanCommit(api, options.drainSeconds);
   const done = {
     inserts: load.counts.inserts - before.inserts,
     updates: load.counts.updates - before.updates,
@@ -292,6 +322,7 @@ async function runStep(
     lagMax: lags.length ? Math.max(...lags) : null,
     workerLagMax,
     drained,
+    settleSeconds,
     loadLimited: achieved < 0.9 * target,
     held: drained && p99 !== null && p99 <= options.lagLimitSeconds,
     cpuMicrosPerOp,

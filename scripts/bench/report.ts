@@ -13,7 +13,7 @@ export function renderTable(r: BenchResult): string[] {
   /** One rate step of (d), (d') or (i): the load, the lag, and how the tool batched. */
   const stepLine = (s: StepResult, workerLag: boolean): string => {
     const commands = s.destinationCommandsPer100;
-    return `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${workerLag ? `worker lag ≤ ${n(s.workerLagMax)} s  ` : ''}${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}${
+    return `      target ${n(s.targetOpsPerSec).padStart(7)} achieved ${n(s.achievedOpsPerSec).padStart(7)} ops/s  lag p50 ${n(s.lagP50, 2)} p99 ${n(s.lagP99, 2)} max ${n(s.lagMax, 2)} s  ${workerLag ? `worker lag ≤ ${n(s.workerLagMax)} s  canCommit again ${s.settleSeconds === null ? '-' : `${n(s.settleSeconds, 1)} s`}  ` : ''}${s.held ? 'held' : 'NOT held'}${s.loadLimited ? ' (load-limited)' : ''}${
       commands ? `  destination commands/100: ${formatCommands(commands)}` : ''
     }`;
   };

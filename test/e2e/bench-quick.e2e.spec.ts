@@ -104,9 +104,13 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
         expect(limits.change.held.cpuMicrosPerOp.source).toBeGreaterThan(0);
       }
       // How the worker batched its writes: the destination's commands per 100 changes of each
-      // step (updates carry the inserts too: the worker writes them as replace-upserts).
+      // step (insert events go out as inserts, updates as updates); and how soon after each
+      // step the worker said canCommit again.
       const change = result.change as {
-        steps?: Array<{ destinationCommandsPer100: Record<string, number> | null }>;
+        steps?: Array<{
+          destinationCommandsPer100: Record<string, number> | null;
+          settleSeconds: number | null;
+        }>;
       };
       for (const step of change.steps ?? []) {
         expect(step.destinationCommandsPer100).toEqual({
@@ -115,9 +119,12 @@ describeEmulatorOnly('the benchmark starts its own emulated clusters')(
           delete: expect.any(Number),
           find: expect.any(Number),
         });
+        expect(step.destinationCommandsPer100!.insert).toBeGreaterThan(0);
         expect(step.destinationCommandsPer100!.update).toBeGreaterThan(0);
+        expect(step.settleSeconds === null || step.settleSeconds >= 0).toBe(true);
       }
       expect(stderr).toContain('destination commands/100: insert');
+      expect(stderr).toContain('canCommit again');
       expect(stderr).toContain("Where this machine's");
       // (k) at the quick count: many small collections synced, committed and compared.
       const namespaces = result.namespaces as {
