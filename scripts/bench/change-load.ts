@@ -300,8 +300,8 @@ async function runStep(
   const lastProbe = probe.nextSeq - 1;
   const drained = await probe.waitSeen(lastProbe, options.drainSeconds * 1000);
   // The embedded verifier gives way to change application while it keeps up, and reads what it
-  // deferred afterwards: without this wait the next step would pay for this one's reads (a step
-  // below a failed one then failed at a rate held before). Counted in this step's CPU.
+  // deferred afterwards: the next step starts once it caught up, so it never pays for this one's
+  // reads; the wait is counted in this step's CPU.
   const settleSeconds = api === null ? null : await untilCanCommit(api, options.drainSeconds);
   const done = {
     inserts: load.counts.inserts - before.inserts,

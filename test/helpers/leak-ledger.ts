@@ -35,6 +35,31 @@ export function clearLedger(): void {
   rmSync(join(LEDGER_DIR, '..', 'leak-check.txt'), { force: true });
 }
 
+/** One ledger file: its name, its length and its records (each with its first line, the source). */
+interface LedgerFile {
+  file: string;
+  bytes: number;
+  records: Array<{ source: string; text: string }>;
+}
+
+/** Every file of the ledger, read and split into its records (none when there is no ledger). */
+function readLedger(): LedgerFile[] {
+  let files: string[];
+  try {
+    files = readdirSync(LEDGER_DIR);
+  } catch {
+    return [];
+  }
+  return files.map((file) => {
+    const text = readFileSync(join(LEDGER_DIR, file), 'utf8');
+    const records = text
+      .split('\n### ')
+      .slice(1)
+      .map((record) => ({ source: record.slice(0, record.indexOf('\n')), text: record }));
+    return { file, bytes: text.length, records };
+  });
+}
+
 /** Where each secret (or its URL-encoded / base64 form) appears: `file: source` lines. */
 export function findLeaks(): { records: number; bytes: number; leaks: string[] } {
   const forms = [
@@ -49,20 +74,12 @@ export function findLeaks(): { records: number; bytes: number; leaks: string[] }
   let records = 0;
   let bytes = 0;
   const leaks: string[] = [];
-  let files: string[] = [];
-  try {
-    files = readdirSync(LEDGER_DIR);
-  } catch {
-    return { records, bytes, leaks };
-  }
-  for (const file of files) {
-    const text = readFileSync(join(LEDGER_DIR, file), 'utf8');
-    bytes += text.length;
-    for (const record of text.split('\n### ').slice(1)) {
+  for (const ledger of readLedger()) {
+    bytes += ledger.bytes;
+    for (const { source, text } of ledger.records) {
       records += 1;
-      const source = record.slice(0, record.indexOf('\n'));
-      if (forms.some((form) => record.includes(form)))
-        leaks.push(`${file}: ${source} contains a test secret`);
+      if (forms.some((form) => text.includes(form)))
+        leaks.push(`${ledger.file}: ${source} contains a test secret`);
     }
   }
   return { records, bytes, leaks };
@@ -78,19 +95,9 @@ export const REPAIR_WARNING = 'rewritten from the source';
 
 /** The ledger records (`file: source`) that hold a repair warning. */
 export function findRepairs(): string[] {
-  let files: string[] = [];
-  try {
-    files = readdirSync(LEDGER_DIR);
-  } catch {
-    return [];
-  }
-  const found: string[] = [];
-  for (const file of files) {
-    const text = readFileSync(join(LEDGER_DIR, file), 'utf8');
-    for (const record of text.split('\n### ').slice(1)) {
-      if (record.includes(REPAIR_WARNING))
-        found.push(`${file}: ${record.slice(0, record.indexOf('\n'))}`);
-    }
-  }
-  return found;
+  return readLedger().flatMap(({ file, records }) =>
+    records
+      .filter((record) => record.text.includes(REPAIR_WARNING))
+      .map((record) => `${file}: ${record.source}`),
+  );
 }

@@ -103,7 +103,7 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
       writeConcern: { w: 'majority', j: true },
       monitorCommands: true,
     }).connect();
-    monitored.on('commandStarted', (e) => void started.push(`sent ${e.commandName}`));
+    monitored.on('commandStarted', (e) => void started.push(e.commandName));
     try {
       const failures = await new MongoChangeWriter(monitored).bulkWrite(ns, [
         // An insert of an `_id` the destination holds: the lane's cue to replace.
@@ -121,11 +121,7 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
         },
       ]);
       // One command each (sent together: no order between them).
-      expect(started.filter((e) => e.startsWith('sent')).sort()).toEqual([
-        'sent delete',
-        'sent insert',
-        'sent update',
-      ]);
+      expect(started.sort()).toEqual(['delete', 'insert', 'update']);
     } finally {
       await monitored.close();
     }
