@@ -4,6 +4,7 @@ import {
   ChangeEventApplication,
   INTERNAL_DATABASE,
   SyncJob,
+  documentOf,
   silentLogger,
   type ChangeWriter,
   type WriteOp,
@@ -268,7 +269,7 @@ function seqWrites(sent: SentWrite[]): Map<number, number[]> {
       op.kind === 'update'
         ? (op.update.$set as Document | undefined)?.seq
         : op.kind === 'replace'
-          ? op.replacement.seq
+          ? documentOf(op.replacement).seq
           : undefined;
     if (seq === undefined) continue;
     const id = Number(op.filter._id);

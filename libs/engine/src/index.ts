@@ -15,6 +15,7 @@ export * from './copy/insert-batcher';
 export * from './job/phases';
 export * from './job/change-event-application';
 export { DEFAULT_LANES } from './apply/change-applier';
+export { RawDocument, documentOf, type FullDocument } from './apply/raw-document';
 export * from './progress/progress-report';
 export * from './progress/progress-snapshot';
 export * from './progress/namespace-detail';

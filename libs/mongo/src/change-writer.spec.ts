@@ -1,10 +1,30 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
-import { DestinationWriteError, type WriteOp } from '@sync/engine/apply';
+import {
+  DestinationWriteError,
+  RawDocument,
+  type WriteFailure,
+  type WriteOp,
+} from '@sync/engine/apply';
 import { labelsOf } from '@sync/engine';
-import { BSON, Binary, MongoBulkWriteError, MongoClient, MongoNetworkError } from 'mongodb';
+import {
+  BSON,
+  Binary,
+  Double,
+  Int32,
+  MongoBulkWriteError,
+  MongoClient,
+  MongoNetworkError,
+} from 'mongodb';
 import { MongoChangeWriter, WriteConcernFailedError } from './change-writer';
 
 type Cluster = Awaited<ReturnType<typeof startReplicaSet>>;
+
+/** A raw document that fails the test if anything decodes it. */
+class Undecodable extends RawDocument {
+  override get document(): never {
+    throw new Error('a raw document was decoded');
+  }
+}
 
 const WCE = {
   code: 64,
@@ -57,6 +77,24 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
   ];
 
+  /** `ops` written by a writer over a command-monitored client: its failures, the commands sent. */
+  async function monitoredWrite(
+    ops: WriteOp[],
+  ): Promise<{ failures: WriteFailure[]; commands: string[] }> {
+    const commands: string[] = [];
+    const monitored = await new MongoClient(cluster.uri, {
+      writeConcern: { w: 'majority', j: true },
+      monitorCommands: true,
+    }).connect();
+    monitored.on('commandStarted', (e) => void commands.push(e.commandName));
+    try {
+      const failures = await new MongoChangeWriter(monitored).bulkWrite(ns, ops);
+      return { failures, commands: commands.filter((c) => c !== 'endSessions') };
+    } finally {
+      await monitored.close();
+    }
+  }
+
   it('writes a replacement at the 16 MiB limit beside the bulk the driver would refuse for it', async () => {
     // A document of 16 MiB − 1 byte: its replace-upsert statement is over the 16 MiB the
     // driver's bulk API checks, though mongod takes it.
@@ -98,39 +136,88 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
   });
 
   it('sends an insert as an insert, beside the updates and deletes, one command each', async () => {
-    const started: string[] = [];
-    const monitored = await new MongoClient(cluster.uri, {
-      writeConcern: { w: 'majority', j: true },
-      monitorCommands: true,
-    }).connect();
-    monitored.on('commandStarted', (e) => void started.push(e.commandName));
-    try {
-      const failures = await new MongoChangeWriter(monitored).bulkWrite(ns, [
-        // An insert of an `_id` the destination holds: the lane's cue to replace.
-        { kind: 'replace', filter: { _id: 1 }, replacement: { _id: 1, u: 10 }, insert: true },
-        { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
-        { kind: 'replace', filter: { _id: 3 }, replacement: { _id: 3, u: 3 }, insert: true },
-        { kind: 'delete', filter: { _id: 4 } },
-      ]);
-      expect(failures).toEqual([
-        {
-          index: 0,
-          code: 11000,
-          message: expect.stringContaining('E11000'),
-          faultLabels: new Set(['refused', 'duplicateKey']),
-        },
-      ]);
-      // One command each (sent together: no order between them).
-      expect(started.sort()).toEqual(['delete', 'insert', 'update']);
-    } finally {
-      await monitored.close();
-    }
+    const { failures, commands } = await monitoredWrite([
+      // An insert of an `_id` the destination holds: the lane's cue to replace.
+      { kind: 'replace', filter: { _id: 1 }, replacement: { _id: 1, u: 10 }, insert: true },
+      { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
+      { kind: 'replace', filter: { _id: 3 }, replacement: { _id: 3, u: 3 }, insert: true },
+      { kind: 'delete', filter: { _id: 4 } },
+    ]);
+    expect(failures).toEqual([
+      {
+        index: 0,
+        code: 11000,
+        message: expect.stringContaining('E11000'),
+        faultLabels: new Set(['refused', 'duplicateKey']),
+      },
+    ]);
+    // One command each (sent together: no order between them).
+    expect(commands.sort()).toEqual(['delete', 'insert', 'update']);
     const coll = client.db(ns.db).collection(ns.coll);
     expect(await coll.find({}, { sort: { _id: 1 } }).toArray()).toEqual([
       { _id: 1, u: 1 },
       { _id: 2, u: 2, x: 1 },
       { _id: 3, u: 3 },
     ]);
+  });
+
+  it('sends raw inserts as the bytes given, beside decoded ones, duplicates at their index', async () => {
+    const bytes = BSON.serialize({ _id: 7, b: new Int32(1), e: { z: 1, a: [new Double(2)] } });
+    const { failures, commands } = await monitoredWrite([
+      { kind: 'replace', filter: { _id: 8 }, replacement: { _id: 8, u: 8 }, insert: true },
+      // Sent as its bytes: never decoded on the way.
+      { kind: 'replace', filter: { _id: 7 }, replacement: new Undecodable(bytes), insert: true },
+      // Already there: the lane's cue to replace.
+      {
+        kind: 'replace',
+        filter: { _id: 2 },
+        replacement: new RawDocument(BSON.serialize({ _id: 2, u: 20 })),
+        insert: true,
+      },
+    ]);
+    expect(failures.map((f) => [f.index, f.code])).toEqual([[2, 11000]]);
+    expect(commands).toEqual(['insert']);
+    const coll = client.db(ns.db).collection(ns.coll);
+    const stored = (await coll.findOne({ _id: 7 } as never, { raw: true })) as unknown as Buffer;
+    expect(Buffer.compare(stored, Buffer.from(bytes))).toBe(0);
+    expect(await coll.findOne({ _id: 8 } as never)).toEqual({ _id: 8, u: 8 });
+    expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2 });
+  });
+
+  it('splits raw inserts over 16 MiB into several insert commands', async () => {
+    const big = (id: number) =>
+      new RawDocument(
+        BSON.serialize({
+          _id: id,
+          u: 100 + id,
+          pad: new Binary(Buffer.alloc(9 * 1024 * 1024, id)),
+        }),
+      );
+    const { failures, commands } = await monitoredWrite([
+      { kind: 'replace', filter: { _id: 10 }, replacement: big(10), insert: true },
+      { kind: 'replace', filter: { _id: 11 }, replacement: big(11), insert: true },
+      { kind: 'replace', filter: { _id: 1 }, replacement: { _id: 1, u: 1 }, insert: true },
+    ]);
+    // The duplicate is in the second command; its index is the call's.
+    expect(failures.map((f) => [f.index, f.code])).toEqual([[2, 11000]]);
+    expect(commands).toEqual(['insert', 'insert']);
+    expect(await client.db(ns.db).collection(ns.coll).countDocuments()).toBe(4);
+  });
+
+  it('throws WriteConcernFailedError when a write concern error comes with raw inserts', async () => {
+    await failNext(['insert']);
+    const error = await writer
+      .bulkWrite(ns, [
+        {
+          kind: 'replace',
+          filter: { _id: 9 },
+          replacement: new RawDocument(BSON.serialize({ _id: 9, u: 9 })),
+          insert: true,
+        },
+      ])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriteConcernFailedError);
+    expect(error).toMatchObject({ namespace: `wc.${ns.coll}`, isRetryable: true });
   });
 
   it('maps a duplicate key to a per-op failure when the write concern is met', async () => {

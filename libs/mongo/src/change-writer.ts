@@ -13,6 +13,8 @@ import {
 } from 'mongodb';
 import {
   DestinationWriteError,
+  RawDocument,
+  documentOf,
   type ChangeWriter,
   type Namespace,
   type WriteFailure,
@@ -29,6 +31,10 @@ import { labelDriverError, writeErrorLabels } from './fault-labelling';
  * at MongoDB's 16 MiB limit, wrapped as `{q, u, upsert}`, is over it.
  */
 const DRIVER_STATEMENT_LIMIT = 16 * 1024 * 1024;
+
+/** An insert command's documents at most: bytes (one larger document goes alone) and count. */
+const INSERT_COMMAND_BYTES = 16 * 1024 * 1024;
+const INSERT_COMMAND_DOCUMENTS = 100_000;
 
 interface QueuedBulk {
   ns: Namespace;
@@ -137,11 +143,83 @@ export class MongoChangeWriter implements ChangeWriter {
     };
     ops.forEach((op, index) => byCommand[commandOf(op)].push(index));
     const groups = Object.values(byCommand).filter((indexes) => indexes.length > 0);
-    if (groups.length <= 1) return this.bulkCommand(ns, ops);
     const bulk = (part: WriteOp[]) => this.bulkCommand(ns, part);
+    const insert = (part: WriteOp[]) => this.insertCommand(ns, part);
+    const sendInserts = DocumentSequenceImpl ? insert : bulk;
+    if (groups.length <= 1)
+      return byCommand.insert.length > 0 ? sendInserts(ops) : this.bulkCommand(ns, ops);
     return sentInGroups(
       ops,
-      groups.map((indexes): SendGroup => [indexes, bulk]),
+      groups.map((indexes): SendGroup => [
+        indexes,
+        indexes === byCommand.insert ? sendInserts : bulk,
+      ]),
+    );
+  }
+
+  /**
+   * Inserts as `insert` commands built by hand: the documents travel as an OP_MSG document
+   * sequence of their bytes — a document the change feed handed over raw (RawDocument) is sent
+   * exactly as the source stored it, with no decode or encode on the way; one built in memory
+   * (updates applied onto an insert) is encoded once here. Split at 16 MiB of documents and
+   * 100,000 statements (far below the 48 MB message and mongod's batch limits); the parts go
+   * at once (an unordered bulk). Per-document failures (a duplicate key: the lane upserts
+   * instead) are mapped back to indexes of `ops`.
+   */
+  private async insertCommand(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
+    const documents = ops.map((op) => {
+      if (op.kind !== 'replace') throw new Error(`a ${op.kind} sent as an insert`);
+      const replacement = op.replacement;
+      return replacement instanceof RawDocument
+        ? replacement.bytes
+        : BSON.serialize(replacement, { checkKeys: false, ignoreUndefined: false });
+    });
+    const parts: number[][] = [];
+    let part: number[] = [];
+    let bytes = 0;
+    documents.forEach((document, i) => {
+      if (
+        part.length > 0 &&
+        (bytes + document.byteLength > INSERT_COMMAND_BYTES ||
+          part.length >= INSERT_COMMAND_DOCUMENTS)
+      ) {
+        parts.push(part);
+        part = [];
+        bytes = 0;
+      }
+      part.push(i);
+      bytes += document.byteLength;
+    });
+    parts.push(part);
+    const db = this.client.db(ns.db);
+    const namespace = `${ns.db}.${ns.coll}`;
+    return sentInGroups(
+      ops,
+      parts.map((indexes): SendGroup => [
+        indexes,
+        async () => {
+          this.guard?.assertHeld();
+          const reply = await sendRawWrite(
+            db,
+            {
+              insert: ns.coll,
+              documents: documentSequence(
+                'documents',
+                indexes.map((i) => documents[i]!),
+              ),
+              ordered: false,
+              bypassDocumentValidation: true,
+            },
+            namespace,
+          );
+          return (reply.writeErrors ?? []).map((e) => ({
+            index: e.index,
+            code: e.code,
+            message: e.errmsg ?? '',
+            faultLabels: writeErrorLabels(e.code),
+          }));
+        },
+      ]),
     );
   }
 
@@ -353,6 +431,8 @@ export async function sendRawWrite(
 ): Promise<RawWriteReply> {
   if (db.writeConcern) WriteConcern.apply(command, db.writeConcern);
   const reply = (await db.command(command).catch((error: unknown) => {
+    // The driver throws a reply's write concern error itself (MongoWriteConcernError).
+    throwIfWriteConcernFailed(error, namespace);
     throw labelDriverError(error);
   })) as RawWriteReply;
   if (reply.writeConcernError) {
@@ -373,7 +453,7 @@ type StatementOp = Extract<WriteOp, { kind: 'replace' | 'update' }>;
 /** The op as the update command's statement (as toModel's would be sent). */
 function statementOf(op: StatementOp): Document {
   return op.kind === 'replace'
-    ? { q: op.filter, u: op.replacement, upsert: true, multi: false }
+    ? { q: op.filter, u: documentOf(op.replacement), upsert: true, multi: false }
     : { q: op.filter, u: op.update, upsert: false, multi: false };
 }
 
@@ -395,8 +475,10 @@ function toModel(op: WriteOp): AnyBulkWriteOperation<Document> {
   switch (op.kind) {
     case 'replace':
       // An insert stands for the replace-upsert (see WriteOp): the lane upserts on a duplicate.
-      if (op.insert) return { insertOne: { document: op.replacement } };
-      return { replaceOne: { filter: op.filter, replacement: op.replacement, upsert: true } };
+      if (op.insert) return { insertOne: { document: documentOf(op.replacement) } };
+      return {
+        replaceOne: { filter: op.filter, replacement: documentOf(op.replacement), upsert: true },
+      };
     case 'update':
       return { updateOne: { filter: op.filter, update: op.update, upsert: false } };
     case 'delete':

@@ -1,4 +1,5 @@
 import type { Binary, Document, Timestamp } from 'bson';
+import type { FullDocument } from './raw-document';
 
 /**
  * A change event as the source reports it, decoded WITHOUT BSON promotion (Int32, Double,
@@ -14,7 +15,8 @@ export interface ChangeEvent {
   ns?: { db: string; coll?: string };
   collectionUUID?: Binary;
   documentKey?: Document;
-  fullDocument?: Document | null;
+  /** The document (insert, replace): raw bytes from the change feed (RawDocument), or decoded. */
+  fullDocument?: FullDocument | null;
   updateDescription?: UpdateDescription;
   /** DDL details; only with `showExpandedEvents: true`. */
   operationDescription?: Document;

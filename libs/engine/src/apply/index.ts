@@ -20,3 +20,4 @@ export * from './commit-readiness';
 export * from './change-applier';
 export { compareTimestamps } from './timestamps';
 export * from './update-in-memory';
+export * from './raw-document';

@@ -3,6 +3,7 @@ import { isSyncedNamespace } from './namespace-rules';
 import type { ChangeEvent, Namespace } from './change-event';
 import { HistoryLostError } from './errors';
 import { labelsForWriteCode } from '../faults/fault-labels';
+import { documentOf } from './raw-document';
 import type {
   EventRoute,
   EventRouter,
@@ -121,7 +122,7 @@ export class FakeWriter implements ChangeWriter {
           message: 'E11000 duplicate key error',
           faultLabels: labelsForWriteCode(11000),
         });
-      } else if (op.kind === 'replace') this.docs.set(id, op.replacement);
+      } else if (op.kind === 'replace') this.docs.set(id, documentOf(op.replacement));
       else if (op.kind === 'delete') this.docs.delete(id);
       else if (this.failUpdates) {
         failures.push({

@@ -1,9 +1,10 @@
-import { Double, Int32, ObjectId, type Document } from 'bson';
+import { BSON, Double, Int32, ObjectId, type Document } from 'bson';
 import type { Namespace } from './change-event';
 import { DestinationWriteError } from './errors';
 import type { ChangeWriter, WriteFailure, WriteOp } from './ports';
 import { FakeLookup, FakeWriter } from './testing-fakes.spec-helper';
 import { WriteLane } from './write-lane';
+import { RawDocument } from './raw-document';
 import type { WriteStep } from './write-step';
 import type { InPlaceRetryOptions } from '../faults/retry-in-place';
 import { labelsForWriteCode } from '../faults/fault-labels';
@@ -540,6 +541,36 @@ describe('WriteLane updates onto a pending full document', () => {
     expect(applied).toEqual([0, 1, 2]);
     // The event's document itself is untouched.
     expect(inserted).toEqual({ _id: 1, a: new Int32(1), f: { l: new Int32(0) } });
+  });
+
+  it('a raw insert is written as its bytes alone, and decoded once an update is applied onto it', async () => {
+    const bytes = BSON.serialize({ _id: 1, a: new Int32(1) });
+    const rawInsert = () => ({
+      steps: [
+        {
+          kind: 'replace' as const,
+          filter: { _id: 1 },
+          replacement: new RawDocument(bytes),
+          insert: true,
+        },
+      ],
+      supersedes: true,
+    });
+    const alone = await batch([rawInsert()]);
+    const sent = (alone.bulks[0][0] as Extract<WriteOp, { kind: 'replace' }>).replacement;
+    expect(sent).toBeInstanceOf(RawDocument);
+    expect((sent as RawDocument).bytes).toBe(bytes);
+    const updated = await batch([rawInsert(), update({ $set: { b: 'new' } })]);
+    expect(updated.bulks).toEqual([
+      [
+        {
+          kind: 'replace',
+          filter: { _id: 1 },
+          replacement: { _id: new Int32(1), a: new Int32(1), b: 'new' },
+          insert: true,
+        },
+      ],
+    ]);
   });
 
   it('insert + update + delete: only the delete', async () => {

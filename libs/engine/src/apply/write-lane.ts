@@ -8,6 +8,7 @@ import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './port
 import type { DocumentWrite, WriteStep } from './write-step';
 import type { AppliedWrites } from './change-applier';
 import { applyUpdateInMemory } from './update-in-memory';
+import { documentOf } from './raw-document';
 
 export interface WriteLaneDeps {
   writer: ChangeWriter;
@@ -407,7 +408,7 @@ export class WriteLane {
     if (!fields) return op;
     const filter: Document = { ...op.filter };
     for (const field of fields) {
-      if (!(field in filter)) filter[field] = valueAt(op.replacement, field) ?? null;
+      if (!(field in filter)) filter[field] = valueAt(documentOf(op.replacement), field) ?? null;
     }
     return { ...op, filter };
   }
@@ -584,7 +585,7 @@ function updatesOntoPendingDocument(pending: WriteStep[], next: WriteStep[]): Wr
     if (step.kind !== 'update') break;
     filterBytes ??= BSON.serialize(last.filter);
     if (Buffer.compare(BSON.serialize(step.filter), filterBytes) !== 0) break;
-    const applied = applyUpdateInMemory(replacement, step.update);
+    const applied = applyUpdateInMemory(documentOf(replacement), step.update);
     if (!applied) break;
     replacement = applied;
   }

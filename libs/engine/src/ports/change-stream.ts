@@ -1,5 +1,6 @@
 import type { Document, Timestamp } from 'bson';
 import type { ChangeEvent, Namespace } from '../apply/change-event';
+import type { FullDocument } from '../apply/raw-document';
 import type { FaultLabel } from '../faults/fault-labels';
 
 /** Opaque resume token (the `_id` of an event, or a postBatchResumeToken). */
@@ -67,9 +68,10 @@ export type WriteOp =
    * applied onto it in memory): the writer sends it as an insert, which costs a destination a
    * fraction of an upsert; one that is there already (the copy read it, or the event is applied
    * again after a restart) fails with a duplicate key, and the write lane then sends the
-   * replace-upsert at once — the same outcome either way.
+   * replace-upsert at once — the same outcome either way. `replacement` may be the source's
+   * raw bytes (RawDocument): the writer then sends them as they are.
    */
-  | { kind: 'replace'; filter: Document; replacement: Document; insert?: boolean }
+  | { kind: 'replace'; filter: Document; replacement: FullDocument; insert?: boolean }
   /** Update without upsert: a missing document stays missing (a later event recreates it). */
   | { kind: 'update'; filter: Document; update: Document }
   | { kind: 'delete'; filter: Document };
