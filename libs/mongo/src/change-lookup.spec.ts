@@ -1,6 +1,7 @@
 import { startReplicaSet } from '@sync/mongo-emulator';
 import { MongoClient } from 'mongodb';
 import { uuidHex } from '@sync/engine';
+import { RawDocument, documentOf } from '@sync/engine/apply';
 import { MongoDocumentLookup } from './change-lookup';
 
 describe('MongoDocumentLookup by collection UUID (real driver, emulated replica set)', () => {
@@ -26,10 +27,18 @@ describe('MongoDocumentLookup by collection UUID (real driver, emulated replica 
     await db.collection<{ _id: number; v: string }>('A').insertOne({ _id: 1, v: 'impostor' });
     const lookup = new MongoDocumentLookup(client);
     const ns = { db: 'shop', coll: 'A' };
-    expect(await lookup.findByKey(ns, { _id: 1 }, uuid)).toMatchObject({ v: 'original' });
+    const found = await lookup.findByKey(ns, { _id: 1 }, uuid);
+    // The document's own bytes, as stored.
+    expect(found).toBeInstanceOf(RawDocument);
+    const stored = (await db
+      .collection('B')
+      .findOne({ _id: 1 } as never, { raw: true })) as unknown as Buffer;
+    expect(Buffer.compare((found as RawDocument).bytes, stored)).toBe(0);
+    expect(documentOf(found!)).toMatchObject({ v: 'original' });
     await db.collection('B').drop();
     expect(await lookup.findByKey(ns, { _id: 1 }, uuid)).toBeNull();
     // Without a UUID (sources before 6.0) the name is all there is.
-    expect(await lookup.findByKey(ns, { _id: 1 })).toMatchObject({ v: 'impostor' });
+    expect(documentOf((await lookup.findByKey(ns, { _id: 1 }))!)).toMatchObject({ v: 'impostor' });
+    expect(await lookup.findByKey(ns, { _id: 2 })).toBeNull();
   });
 });

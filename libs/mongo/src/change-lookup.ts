@@ -1,15 +1,16 @@
 import { Binary, type Document } from 'bson';
-import { MongoServerError, type MongoClient } from 'mongodb';
-import type { DocumentLookup, Namespace } from '@sync/engine/apply';
+import { MongoServerError, type Db, type MongoClient } from 'mongodb';
+import { RawDocument, type DocumentLookup, type Namespace } from '@sync/engine/apply';
 import { supportsCollectionUUID } from './server-features';
-import { EXACT_BSON } from './exact-bson';
+import { rawDocumentCursor, readRawBuffered } from './raw-cursor';
 
 /** CollectionUUIDMismatch: the name belongs to another collection (or none) now. */
 const COLLECTION_UUID_MISMATCH = 361;
 
 /**
  * Reads one source document by its documentKey (shard key included, so mongos targets one
- * shard), decoded exactly. Used for updates that cannot be replayed from their description.
+ * shard), as its raw bytes (RawDocument: written to the destination exactly as the source
+ * stores it, decoded only where its fields must be read). Used for updates that cannot be replayed from their description.
  * With the collection's UUID the read asserts it (6.0+): a collection renamed on the source
  * since the event is followed to its new name, and a name that now belongs to another
  * collection is never read from; a collection that is gone reads as a missing document (its
@@ -22,26 +23,26 @@ export class MongoDocumentLookup implements DocumentLookup {
     ns: Namespace,
     documentKey: Document,
     collectionUuid?: string,
-  ): Promise<Document | null> {
+  ): Promise<RawDocument | null> {
     if (collectionUuid === undefined || !(await supportsCollectionUUID(this.client))) {
-      return this.client.db(ns.db).collection(ns.coll).findOne(documentKey, EXACT_BSON);
+      return firstRaw(this.client.db(ns.db), {
+        find: ns.coll,
+        filter: documentKey,
+        limit: 1,
+        singleBatch: true,
+      });
     }
     let coll = ns.coll;
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        const reply = await this.client.db(ns.db).command(
-          {
-            find: coll,
-            filter: documentKey,
-            limit: 1,
-            singleBatch: true,
-            collectionUUID: new Binary(Buffer.from(collectionUuid, 'hex'), Binary.SUBTYPE_UUID),
-            readConcern: { level: 'majority' },
-          },
-          EXACT_BSON,
-        );
-        const batch = (reply.cursor as { firstBatch?: Document[] } | undefined)?.firstBatch ?? [];
-        return batch[0] ?? null;
+        return await firstRaw(this.client.db(ns.db), {
+          find: coll,
+          filter: documentKey,
+          limit: 1,
+          singleBatch: true,
+          collectionUUID: new Binary(Buffer.from(collectionUuid, 'hex'), Binary.SUBTYPE_UUID),
+          readConcern: { level: 'majority' },
+        });
       } catch (error) {
         // Decoded unpromoted (EXACT_BSON): the code may be an Int32 wrapper.
         if (
@@ -58,5 +59,17 @@ export class MongoDocumentLookup implements DocumentLookup {
       }
     }
     throw new Error(`the source collection of ${ns.db}.${ns.coll} kept moving during a lookup`);
+  }
+}
+
+/** The first document a `find` returns, as its bytes (errors decoded as usual), or null. */
+async function firstRaw(db: Db, command: Document): Promise<RawDocument | null> {
+  const cursor = rawDocumentCursor(db, command);
+  try {
+    if (!(await cursor.hasNext())) return null;
+    const [first] = readRawBuffered(cursor);
+    return first ? new RawDocument(first) : null;
+  } finally {
+    await cursor.close().catch(() => undefined);
   }
 }

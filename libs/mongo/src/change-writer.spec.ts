@@ -14,6 +14,8 @@ import {
   MongoBulkWriteError,
   MongoClient,
   MongoNetworkError,
+  MongoWriteConcernError,
+  type Document,
 } from 'mongodb';
 import { MongoChangeWriter, WriteConcernFailedError } from './change-writer';
 
@@ -184,6 +186,27 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2 });
   });
 
+  it('replace-upserts a raw document as its bytes, spliced into the statement', async () => {
+    const existing = BSON.serialize({ _id: 1, u: 11, e: { z: new Int32(2), a: 'x' } });
+    const missing = BSON.serialize({ _id: 12, u: 12 });
+    const { failures, commands } = await monitoredWrite([
+      { kind: 'replace', filter: { _id: 1 }, replacement: new Undecodable(existing) },
+      { kind: 'replace', filter: { _id: 12 }, replacement: new Undecodable(missing) },
+      { kind: 'update', filter: { _id: 2 }, update: { $set: { x: 1 } } },
+    ]);
+    expect(failures).toEqual([]);
+    expect(commands).toEqual(['update']);
+    const coll = client.db(ns.db).collection(ns.coll);
+    for (const [id, bytes] of [
+      [1, existing],
+      [12, missing],
+    ] as const) {
+      const stored = (await coll.findOne({ _id: id } as never, { raw: true })) as unknown as Buffer;
+      expect(Buffer.compare(stored, Buffer.from(bytes))).toBe(0);
+    }
+    expect(await coll.findOne({ _id: 2 } as never)).toEqual({ _id: 2, u: 2, x: 1 });
+  });
+
   it('splits raw inserts over 16 MiB into several insert commands', async () => {
     const big = (id: number) =>
       new RawDocument(
@@ -248,7 +271,8 @@ describe('MongoChangeWriter and write concern errors (emulator, real driver)', (
     expect((error as Error).message).toBe(
       `write concern failed on wc.${ns.coll}: waiting for replication timed out (code 64)`,
     );
-    expect((error as Error).cause).toBeInstanceOf(MongoBulkWriteError);
+    // The update command's reply carried it; the driver threw it as MongoWriteConcernError.
+    expect((error as Error).cause).toBeInstanceOf(MongoWriteConcernError);
   });
 
   it('throws WriteConcernFailedError for a write concern error without per-op errors', async () => {
@@ -337,27 +361,26 @@ describe('MongoChangeWriter with a driver error carrying writeErrors and a write
 });
 
 describe('MongoChangeWriter only translates: per-op failures and errors come back labelled', () => {
-  function recordingClient(errors: unknown[]) {
-    const calls: unknown[][] = [];
-    const collection = {
-      bulkWrite: (models: unknown[]) => {
-        calls.push(models);
-        const error = errors.shift();
-        return error ? Promise.reject(error) : Promise.resolve({});
+  /** A client whose `update` commands get these replies (or throw these errors), recorded. */
+  function recordingClient(replies: unknown[]) {
+    const calls: Document[] = [];
+    const db = {
+      command: (command: Document) => {
+        calls.push(command);
+        const reply = replies.shift();
+        return reply instanceof Error ? Promise.reject(reply) : Promise.resolve(reply ?? {});
       },
     };
-    const client = { db: () => ({ collection: () => collection }) } as unknown as MongoClient;
+    const client = { db: () => db } as unknown as MongoClient;
     return { client, calls };
   }
-  const bulkError = (writeErrors: Array<{ index: number; code: number; errmsg: string }>) =>
-    new MongoBulkWriteError(
-      {
-        message: writeErrors[0].errmsg,
-        code: writeErrors[0].code,
-        writeErrors: writeErrors as never,
-      },
-      { getWriteConcernError: () => undefined } as never,
-    );
+  const writeErrorsReply = (
+    writeErrors: Array<{ index: number; code: number; errmsg: string }>,
+  ) => ({
+    ok: 1,
+    n: 0,
+    writeErrors,
+  });
   const replace = (_id: number): WriteOp => ({
     kind: 'replace',
     filter: { _id },
@@ -366,13 +389,14 @@ describe('MongoChangeWriter only translates: per-op failures and errors come bac
 
   it('sends a replace-upsert that met a duplicate key once (the write lane retries)', async () => {
     const { client, calls } = recordingClient([
-      bulkError([{ index: 1, code: 11000, errmsg: 'E11000 duplicate key error' }]),
+      writeErrorsReply([{ index: 1, code: 11000, errmsg: 'E11000 duplicate key error' }]),
     ]);
     const failures = await new MongoChangeWriter(client).bulkWrite({ db: 'd', coll: 'c' }, [
       replace(1),
       replace(2),
     ]);
     expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ update: 'c', ordered: false, bypassDocumentValidation: true });
     expect(failures).toEqual([
       {
         index: 1,
@@ -389,14 +413,14 @@ describe('MongoChangeWriter only translates: per-op failures and errors come bac
     [28, ['refused', 'shapeConflict']],
     [121, ['refused']],
   ])('labels a per-op failure with code %s: %j', async (code, labels) => {
-    const { client } = recordingClient([bulkError([{ index: 0, code, errmsg: 'x' }])]);
+    const { client } = recordingClient([writeErrorsReply([{ index: 0, code, errmsg: 'x' }])]);
     const [failure] = await new MongoChangeWriter(client).bulkWrite({ db: 'd', coll: 'c' }, [
       replace(1),
     ]);
     expect([...(failure.faultLabels ?? [])].sort()).toEqual([...labels].sort());
   });
 
-  it('labels a whole-bulk driver error it rethrows', async () => {
+  it('labels a whole-command driver error it rethrows', async () => {
     const thrown = new MongoNetworkError('connection reset');
     const { client } = recordingClient([thrown]);
     const error = await new MongoChangeWriter(client)

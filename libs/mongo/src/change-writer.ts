@@ -1,7 +1,6 @@
 import { BSON, type Document } from 'bson';
 import {
   MongoBulkWriteError,
-  MongoInvalidArgumentError,
   MongoServerError,
   WriteConcern,
   MongoWriteConcernError,
@@ -25,16 +24,12 @@ import { DocumentSequenceImpl, documentSequence } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
 
-/**
- * The driver's bulk API refuses a statement of this size or more (its `maxBsonObjectSize`
- * check), though mongod takes a statement up to 16 MiB + 16 KiB: the replacement of a document
- * at MongoDB's 16 MiB limit, wrapped as `{q, u, upsert}`, is over it.
- */
-const DRIVER_STATEMENT_LIMIT = 16 * 1024 * 1024;
+/** A write command's documents or statements at most: bytes (a larger one goes alone), count. */
+const COMMAND_BYTES = 16 * 1024 * 1024;
+const COMMAND_STATEMENTS = 100_000;
 
-/** An insert command's documents at most: bytes (one larger document goes alone) and count. */
-const INSERT_COMMAND_BYTES = 16 * 1024 * 1024;
-const INSERT_COMMAND_DOCUMENTS = 100_000;
+/** How documents and statements are encoded (as the driver encodes a command). */
+const ENCODE = { checkKeys: false, ignoreUndefined: false } as const;
 
 interface QueuedBulk {
   ns: Namespace;
@@ -50,17 +45,19 @@ interface QueuedBulk {
  * (the destination holds the source's documents, whatever validator a replayed collMod set).
  *
  * Calls for one namespace made in the same event-loop turn (the applier's lanes flush together,
- * each with its own bulk per namespace) are sent as one bulkWrite: one round trip and one
- * command for the destination instead of one per lane. This keeps every guarantee a caller
+ * each with its own bulk per namespace) are sent as one bulk: one round trip and one
+ * write per command for the destination instead of one per lane. This keeps every guarantee a caller
  * has: calls in flight together are unordered bulks with no order between them, so one
  * unordered bulk holding all of them promises exactly as much (a caller never has two writes
  * of one document in flight at once — the applier awaits a document's previous step).
  * Per-op failures are mapped back to each call's own indexes; a whole-bulk error rejects
  * every call in it.
  *
- * It only translates: ops to driver bulk operations, the driver's result and errors to
- * per-op failures and errors carrying fault labels (fault-labelling.ts). Nothing is sent
- * again here — the write lane retries (write-lane.ts).
+ * It only translates: inserts and updates to `insert` and `update` commands whose documents
+ * and statements travel as bytes (statementsCommand), deletes to the driver's bulk API (as
+ * every write when the driver has no document sequence), replies and errors to per-op failures
+ * and errors carrying fault labels (fault-labelling.ts). Nothing is sent again here — the
+ * write lane retries (write-lane.ts).
  */
 export class MongoChangeWriter implements ChangeWriter {
   private queued = new Map<string, QueuedBulk>();
@@ -132,94 +129,23 @@ export class MongoChangeWriter implements ChangeWriter {
   /**
    * The driver sends an unordered bulk's inserts, updates and deletes as one command each, one
    * after the other; they address distinct documents (see the class comment), so they go as
-   * bulks of one command each, at once instead: one round trip, not three. Failures are mapped
-   * back to indexes of `ops`.
+   * one command each, at once instead: one round trip, not three. Failures are mapped back to
+   * indexes of `ops`.
    */
   private async bulkOnce(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
-    const byCommand: Record<'insert' | 'update' | 'delete', number[]> = {
-      insert: [],
-      update: [],
-      delete: [],
-    };
+    const byCommand: Record<WriteCommand, number[]> = { insert: [], update: [], delete: [] };
     ops.forEach((op, index) => byCommand[commandOf(op)].push(index));
-    const groups = Object.values(byCommand).filter((indexes) => indexes.length > 0);
-    const bulk = (part: WriteOp[]) => this.bulkCommand(ns, part);
-    const insert = (part: WriteOp[]) => this.insertCommand(ns, part);
-    const sendInserts = DocumentSequenceImpl ? insert : bulk;
-    if (groups.length <= 1)
-      return byCommand.insert.length > 0 ? sendInserts(ops) : this.bulkCommand(ns, ops);
-    return sentInGroups(
-      ops,
-      groups.map((indexes): SendGroup => [
-        indexes,
-        indexes === byCommand.insert ? sendInserts : bulk,
-      ]),
+    const send = (command: WriteCommand) => (part: WriteOp[]) =>
+      command !== 'delete' && DocumentSequenceImpl
+        ? this.statementsCommand(ns, command, part)
+        : this.bulkCommand(ns, part);
+    const groups = (Object.keys(byCommand) as WriteCommand[]).filter(
+      (command) => byCommand[command].length > 0,
     );
-  }
-
-  /**
-   * Inserts as `insert` commands built by hand: the documents travel as an OP_MSG document
-   * sequence of their bytes — a document the change feed handed over raw (RawDocument) is sent
-   * exactly as the source stored it, with no decode or encode on the way; one built in memory
-   * (updates applied onto an insert) is encoded once here. Split at 16 MiB of documents and
-   * 100,000 statements (far below the 48 MB message and mongod's batch limits); the parts go
-   * at once (an unordered bulk). Per-document failures (a duplicate key: the lane upserts
-   * instead) are mapped back to indexes of `ops`.
-   */
-  private async insertCommand(ns: Namespace, ops: WriteOp[]): Promise<WriteFailure[]> {
-    const documents = ops.map((op) => {
-      if (op.kind !== 'replace') throw new Error(`a ${op.kind} sent as an insert`);
-      const replacement = op.replacement;
-      return replacement instanceof RawDocument
-        ? replacement.bytes
-        : BSON.serialize(replacement, { checkKeys: false, ignoreUndefined: false });
-    });
-    const parts: number[][] = [];
-    let part: number[] = [];
-    let bytes = 0;
-    documents.forEach((document, i) => {
-      if (
-        part.length > 0 &&
-        (bytes + document.byteLength > INSERT_COMMAND_BYTES ||
-          part.length >= INSERT_COMMAND_DOCUMENTS)
-      ) {
-        parts.push(part);
-        part = [];
-        bytes = 0;
-      }
-      part.push(i);
-      bytes += document.byteLength;
-    });
-    parts.push(part);
-    const db = this.client.db(ns.db);
-    const namespace = `${ns.db}.${ns.coll}`;
+    if (groups.length === 1) return send(groups[0]!)(ops);
     return sentInGroups(
       ops,
-      parts.map((indexes): SendGroup => [
-        indexes,
-        async () => {
-          this.guard?.assertHeld();
-          const reply = await sendRawWrite(
-            db,
-            {
-              insert: ns.coll,
-              documents: documentSequence(
-                'documents',
-                indexes.map((i) => documents[i]!),
-              ),
-              ordered: false,
-              bypassDocumentValidation: true,
-            },
-            namespace,
-          );
-          return (reply.writeErrors ?? []).map((e) => ({
-            index: e.index,
-            code: e.code,
-            message: e.errmsg ?? '',
-            faultLabels: writeErrorLabels(e.code),
-          }));
-        },
-      ]),
+      groups.map((command): SendGroup => [byCommand[command], send(command)]),
     );
   }
 
@@ -233,9 +159,6 @@ export class MongoChangeWriter implements ChangeWriter {
       });
       return [];
     } catch (error) {
-      // Refused before anything was sent: a replacement too large for the driver's bulk API.
-      if (error instanceof MongoInvalidArgumentError)
-        return this.withLargeStatements(ns, ops, error);
       // Checked first: per-op failures next to a write concern error must not hide it (the
       // writes that "succeeded" are not known to be durable, so no checkpoint may pass them).
       throwIfWriteConcernFailed(error, `${ns.db}.${ns.coll}`);
@@ -252,48 +175,71 @@ export class MongoChangeWriter implements ChangeWriter {
   }
 
   /**
-   * A bulk the driver refused to build: the replacements and updates whose statement reaches its
-   * size check (a document at the 16 MiB limit, a `$set` of a field nearly as large) are sent
-   * alone, each as an `update` command whose statement travels as a document sequence of its
-   * bytes (mongod takes up to 16 MiB + 16 KiB), the rest as a bulk; failures are mapped back to
-   * indexes of `ops`. Without such a statement, or without the driver's document sequence, the
-   * refusal stands.
+   * Inserts or updates as commands built by hand, their documents (`insert`) or statements
+   * (`update`) an OP_MSG document sequence of bytes:
+   * - a full document the change feed or a lookup handed over raw (RawDocument) is sent exactly
+   *   as the source stores it — never decoded nor re-encoded, its field order and every type as
+   *   they are (a JS object would move field names like "1" or "2024" to the front);
+   * - a statement at MongoDB's document limit goes as any other: mongod takes a statement up to
+   *   16 MiB + 16 KiB, where the driver's bulk API refuses one of 16 MiB (its size check), so
+   *   the replace-upsert of a 16 MiB − 1 byte document needs nothing special.
+   * Split at 16 MiB of bytes and 100,000 statements (far below the 48 MB message and mongod's
+   * batch limits); the parts go at once (an unordered bulk). Per-statement failures (a
+   * duplicate key: the lane upserts instead) are mapped back to indexes of `ops`.
    */
-  private async withLargeStatements(
+  private async statementsCommand(
     ns: Namespace,
+    command: 'insert' | 'update',
     ops: WriteOp[],
-    refusal: MongoInvalidArgumentError,
   ): Promise<WriteFailure[]> {
-    const large: number[] = [];
-    const rest: number[] = [];
-    ops.forEach((op, i) => (isLargeStatement(op) ? large : rest).push(i));
-    if (large.length === 0 || !DocumentSequenceImpl) throw labelDriverError(refusal);
-    return sentInGroups(ops, [
-      [rest, (part) => this.bulkCommand(ns, part)],
-      ...large.map((i): SendGroup => [[i], ([op]) => this.updateAlone(ns, op as StatementOp)]),
-    ]);
-  }
-
-  /** One replacement or update as an `update` command of its own, its statement sent as bytes. */
-  private async updateAlone(ns: Namespace, op: StatementOp): Promise<WriteFailure[]> {
-    this.guard?.assertHeld();
-    const statement = BSON.serialize(statementOf(op), { checkKeys: false, ignoreUndefined: false });
-    const reply = await sendRawWrite(
-      this.client.db(ns.db),
-      {
-        update: ns.coll,
-        updates: documentSequence('updates', [statement]),
-        ordered: true,
-        bypassDocumentValidation: true,
-      },
-      `${ns.db}.${ns.coll}`,
+    const statements = ops.map((op) =>
+      command === 'insert' ? insertedBytes(op) : updateStatementBytes(op),
     );
-    return (reply.writeErrors ?? []).map((e) => ({
-      index: 0,
-      code: e.code,
-      message: e.errmsg ?? '',
-      faultLabels: writeErrorLabels(e.code),
-    }));
+    const parts: number[][] = [];
+    let part: number[] = [];
+    let bytes = 0;
+    statements.forEach((statement, i) => {
+      const full =
+        bytes + statement.byteLength > COMMAND_BYTES || part.length >= COMMAND_STATEMENTS;
+      if (part.length > 0 && full) {
+        parts.push(part);
+        part = [];
+        bytes = 0;
+      }
+      part.push(i);
+      bytes += statement.byteLength;
+    });
+    parts.push(part);
+    const db = this.client.db(ns.db);
+    const namespace = `${ns.db}.${ns.coll}`;
+    const field = command === 'insert' ? 'documents' : 'updates';
+    const sendPart = async (indexes: number[]): Promise<WriteFailure[]> => {
+      this.guard?.assertHeld();
+      const reply = await sendRawWrite(
+        db,
+        {
+          [command]: ns.coll,
+          [field]: documentSequence(
+            field,
+            indexes.map((i) => statements[i]!),
+          ),
+          ordered: false,
+          bypassDocumentValidation: true,
+        },
+        namespace,
+      );
+      return (reply.writeErrors ?? []).map((e) => ({
+        index: e.index,
+        code: e.code,
+        message: e.errmsg ?? '',
+        faultLabels: writeErrorLabels(e.code),
+      }));
+    };
+    if (parts.length === 1) return sendPart(parts[0]!);
+    return sentInGroups(
+      ops,
+      parts.map((indexes): SendGroup => [indexes, () => sendPart(indexes)]),
+    );
   }
 
   /** Driver Collection handles, cached: building Db/Collection resolves options every time. */
@@ -447,23 +393,47 @@ export async function sendRawWrite(
   return reply;
 }
 
-/** The ops the update command carries: a replace-with-upsert, an update without upsert. */
-type StatementOp = Extract<WriteOp, { kind: 'replace' | 'update' }>;
+type WriteCommand = 'insert' | 'update' | 'delete';
 
-/** The op as the update command's statement (as toModel's would be sent). */
-function statementOf(op: StatementOp): Document {
-  return op.kind === 'replace'
-    ? { q: op.filter, u: documentOf(op.replacement), upsert: true, multi: false }
-    : { q: op.filter, u: op.update, upsert: false, multi: false };
+/** An insert's document as bytes: a raw one as it is, a decoded one encoded once. */
+function insertedBytes(op: WriteOp): Uint8Array {
+  if (op.kind !== 'replace') throw new Error(`a ${op.kind} sent as an insert`);
+  return op.replacement instanceof RawDocument
+    ? op.replacement.bytes
+    : BSON.serialize(op.replacement, ENCODE);
 }
 
-/** A replacement or update whose statement the driver's bulk API refuses for its size. */
-function isLargeStatement(op: WriteOp): boolean {
-  return (
-    op.kind !== 'delete' &&
-    BSON.calculateObjectSize(statementOf(op), { ignoreUndefined: false }) >= DRIVER_STATEMENT_LIMIT
-  );
+/**
+ * The update command's statement for a replace-upsert (`{q, u: document, upsert: true,
+ * multi: false}`, a raw document's bytes spliced in as they are) or an update without upsert.
+ */
+function updateStatementBytes(op: WriteOp): Uint8Array {
+  if (op.kind === 'delete') throw new Error('a delete sent as an update');
+  if (op.kind === 'update')
+    return BSON.serialize({ q: op.filter, u: op.update, upsert: false, multi: false }, ENCODE);
+  const replacement = op.replacement;
+  if (!(replacement instanceof RawDocument))
+    return BSON.serialize({ q: op.filter, u: replacement, upsert: true, multi: false }, ENCODE);
+  // {q} encoded, then the elements u (an embedded document: the raw bytes), upsert and multi.
+  const head = BSON.serialize({ q: op.filter }, ENCODE);
+  const q = head.subarray(4, head.byteLength - 1);
+  const u = replacement.bytes;
+  const tail = Buffer.from([0x08, ...UPSERT, 1, 0x08, ...MULTI, 0, 0x00]);
+  const size = 4 + q.byteLength + 3 + u.byteLength + tail.byteLength;
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt32LE(size, 0);
+  out.set(q, 4);
+  let at = 4 + q.byteLength;
+  out.set(U_ELEMENT, at);
+  out.set(u, (at += U_ELEMENT.byteLength));
+  out.set(tail, at + u.byteLength);
+  return out;
 }
+
+/** Element headers of a statement: type byte and name (NUL-terminated). */
+const U_ELEMENT = Buffer.from([0x03, 0x75, 0x00]);
+const UPSERT = [...Buffer.from('upsert\0', 'latin1')];
+const MULTI = [...Buffer.from('multi\0', 'latin1')];
 
 /** The write command that carries the op. */
 function commandOf(op: WriteOp): 'insert' | 'update' | 'delete' {

@@ -23,6 +23,9 @@ import { compareFieldNames } from './update-paths';
  *   a non-viable path are not reproduced;
  * - creating a field whose name is all digits (a JS object would enumerate it first) or that is
  *   `__proto__`; a path on `_id`; an empty or `$`-prefixed component;
+ * - a document that holds, anywhere, a field named like an array index ("1", "2024"): decoded
+ *   into a JS object it has lost its field order already (such names are enumerated first);
+ *   written as an operation, the destination keeps the order the source has;
  * - two paths of the update that overlap (MongoDB refuses the update).
  */
 export function applyUpdateInMemory(doc: Document, update: Document): Document | null {
@@ -88,7 +91,27 @@ export function applyUpdateInMemory(doc: Document, update: Document): Document |
       delete parent[last];
     }
   }
-  return root;
+  return keepsFieldOrder(root) ? root : null;
+}
+
+/**
+ * False when a document (at any depth, set values included) holds a field name a JS object
+ * enumerates before its other keys — an array index such as "0" or "2024" — whatever order
+ * it had in BSON: encoded again, such a document would not have the source's field order.
+ */
+function keepsFieldOrder(value: unknown): boolean {
+  if (Array.isArray(value)) return value.every(keepsFieldOrder);
+  if (!isPlainDocument(value)) return true;
+  for (const key of Object.keys(value)) {
+    if (!creatable(key) && isArrayIndex(key)) return false;
+    if (!keepsFieldOrder(value[key])) return false;
+  }
+  return true;
+}
+
+/** A key JS enumerates first, in ascending order: a canonical integer below 2^32 − 1. */
+function isArrayIndex(key: string): boolean {
+  return /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4294967295;
 }
 
 /** A name a JS object appends in insertion order (never enumerated before older keys). */

@@ -8,7 +8,7 @@ import type { ChangeWriter, DocumentLookup, WriteFailure, WriteOp } from './port
 import type { DocumentWrite, WriteStep } from './write-step';
 import type { AppliedWrites } from './change-applier';
 import { applyUpdateInMemory } from './update-in-memory';
-import { documentOf } from './raw-document';
+import { documentOf, type FullDocument } from './raw-document';
 
 export interface WriteLaneDeps {
   writer: ChangeWriter;
@@ -246,8 +246,9 @@ export class WriteLane {
       // The destination's versions first, then the source: every version read was written for
       // an event older than the source read, so all are older than `current`.
       const versions = await this.versionsOf(ns, op.filter);
-      const current = await this.readSource(ns, { _id: op.filter._id });
+      const read = await this.readSource(ns, { _id: op.filter._id });
       if (attempt === 0) this.deps.onMoveRepaired?.(1);
+      const current = read && documentOf(read);
       if (!current || !keyspace.owns(ns, uuid, current)) return;
       const stale = versions
         .filter((v) => !sameKeyValues(v, current, fields))
@@ -257,7 +258,7 @@ export class WriteLane {
       const write = this.targeted(ns, {
         kind: 'replace',
         filter: exactKey(current, fields),
-        replacement: current,
+        replacement: read,
       });
       const result = await this.write(ns, [write]);
       if (result.length === 0) return;
@@ -382,7 +383,7 @@ export class WriteLane {
   }
 
   /** The source's current document with this key (its collection followed by UUID), or null. */
-  private readSource(ns: Namespace, documentKey: Document): Promise<Document | null> {
+  private readSource(ns: Namespace, documentKey: Document): Promise<FullDocument | null> {
     return retryInPlace(
       `lookup in ${nsKey(ns)}`,
       () => this.deps.lookup.findByKey(ns, documentKey, this.uuids.get(nsKey(ns))),

@@ -47,13 +47,16 @@ export interface ChangeFeed {
 
 /** Re-reads one document from the source: the fallback for updates that cannot be replayed. */
 export interface DocumentLookup {
-  /** The current source document with this key (unpromoted), or null when it is gone. */
+  /**
+   * The current source document with this key, or null when it is gone: raw (RawDocument, so
+   * that it is written exactly as the source stores it) or decoded unpromoted.
+   */
   findByKey(
     ns: Namespace,
     documentKey: Document,
     /** The collection's UUID (hex): the read follows it if the name now belongs elsewhere. */
     collectionUuid?: string,
-  ): Promise<Document | null>;
+  ): Promise<FullDocument | null>;
 }
 
 // ---------------------------------------------------------------------------------------------
