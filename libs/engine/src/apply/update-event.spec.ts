@@ -110,6 +110,20 @@ describe('translateUpdate', () => {
     expect(translateUpdate(update({ removedFields: ['a..b'] }))[0].kind).toBe('lookup');
   });
 
+  it('falls back to a lookup when a value set holds a field named like an array index', () => {
+    // Decoded, {b: 1, "2024": 2} became {"2024": 2, b: 1}: only the source's bytes have its order.
+    expect(
+      translateUpdate(update({ updatedFields: { scores: { b: 1, '2024': new Int32(2) } } })),
+    ).toEqual(lookup);
+    expect(translateUpdate(update({ updatedFields: { 'a.0': [{ x: 1, '3': 1 }] } }))).toEqual(
+      lookup,
+    );
+    // An index-like name as a path (a field or an element updated in place) is replayed.
+    expect(translateUpdate(update({ updatedFields: { 'scores.2024': new Int32(3) } }))).toEqual([
+      { kind: 'update', filter: key, update: { $set: { 'scores.2024': new Int32(3) } } },
+    ]);
+  });
+
   it('falls back to a lookup when new sibling fields are out of operator order', () => {
     expect(translateUpdate(update({ updatedFields: { b: 1, a: 1 } }))[0].kind).toBe('lookup');
     expect(translateUpdate(update({ updatedFields: { a: 1, b: 1 } }))[0].kind).toBe('update');

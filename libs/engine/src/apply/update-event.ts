@@ -1,6 +1,7 @@
 import type { Document } from 'bson';
 import { toNumber, type ChangeEvent, type UpdateDescription } from './change-event';
 import { requireKey } from './insert-event';
+import { keepsFieldOrder } from './update-in-memory';
 import { compareFieldNames, pathComponents, pathsConflict } from './update-paths';
 import type { WriteStep } from './write-step';
 
@@ -45,7 +46,10 @@ export interface UpdateTranslationOptions {
  *   turn into a nested field — unless `sourceDisambiguates` says the absence proves nothing is
  *   ambiguous;
  * - paths of the description conflict with each other (never produced by MongoDB; defensive);
- * - sibling fields are reported out of operator order (see `strictFieldOrder`).
+ * - sibling fields are reported out of operator order (see `strictFieldOrder`);
+ * - a value set holds an embedded document with a field named like an array index ("1",
+ *   "2024"): decoded into a JS object its fields are no longer in the source's order, while
+ *   the lookup writes the source's bytes.
  * The lane also falls back to a lookup when the destination rejects the update for the shape of
  * a newer state (e.g. a replayed `$set a.b` where `a` is now a scalar; see write-lane.ts). A lookup returns a state at least as new
  * as the event; the events after it are applied on top, so the document still converges.
@@ -88,6 +92,8 @@ export function translateUpdate(
   }
   if (hasInternalConflict([...setPaths, ...unsetPaths])) return lookup;
   if (options.strictFieldOrder !== false && !siblingsInOperatorOrder(setPaths)) return lookup;
+  // A value decoded into a JS object has lost the order of index-like field names ("2024").
+  if (!Object.values(updated).every(keepsFieldOrder)) return lookup;
 
   // Truncations first, grouped into as few steps as their paths allow.
   const steps: Array<{ paths: string[][]; update: Document }> = [];

@@ -99,7 +99,7 @@ export function applyUpdateInMemory(doc: Document, update: Document): Document |
  * enumerates before its other keys — an array index such as "0" or "2024" — whatever order
  * it had in BSON: encoded again, such a document would not have the source's field order.
  */
-function keepsFieldOrder(value: unknown): boolean {
+export function keepsFieldOrder(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(keepsFieldOrder);
   if (!isPlainDocument(value)) return true;
   for (const key of Object.keys(value)) {
