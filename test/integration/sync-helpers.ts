@@ -212,7 +212,9 @@ export interface ShardedSyncFixture {
   dst: MongoClient;
   /**
    * A worker engine (`id`: a source shard id; none: a lone worker), ready, closed after the
-   * suite. Short claim timings by default, so a takeover takes seconds.
+   * suite. The lease is the worker's default (6 s), renewed every 0.5 s, unless timings are
+   * given: the suites that test takeovers and lapses give short ones; the others must not lose
+   * a 2 s lease to a loaded CI machine's stall (a lapse stops the run, by design).
    */
   worker(
     id?: string,
@@ -248,7 +250,7 @@ export function useShardedClusters(options: {
         ...(opts.onFatal ? { onFatal: opts.onFatal } : {}),
         engine: {
           ...TUNING,
-          shardClaim: opts.shardClaim ?? { staleMs: 2_000, renewMs: 300 },
+          shardClaim: opts.shardClaim ?? { staleMs: 6_000, renewMs: 500 },
           balancerWatchMs: 200,
           ...(opts.onCommitStep ? { onCommitStep: opts.onCommitStep } : {}),
         },
