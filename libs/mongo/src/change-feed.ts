@@ -119,7 +119,7 @@ class MongoChangeFeedCursor implements ChangeFeedCursor {
       if (!isResumable(error)) throw translateError(error);
       this.cursor = null;
       await cursor.close().catch(() => undefined);
-      return { events: [], resumeToken: this.token, highWaterTime: resumeTokenTime(this.token) };
+      return this.batch([]);
     }
     const events: ChangeEvent[] = [];
     if (first) {
@@ -129,6 +129,11 @@ class MongoChangeFeedCursor implements ChangeFeedCursor {
     }
     const afterBatch = postBatchResumeToken(cursor);
     if (afterBatch) this.token = afterBatch;
+    return this.batch(events);
+  }
+
+  /** `events` and the position reached. */
+  private batch(events: ChangeEvent[]): ChangeFeedBatch {
     return { events, resumeToken: this.token, highWaterTime: resumeTokenTime(this.token) };
   }
 

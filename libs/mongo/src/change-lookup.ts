@@ -10,7 +10,8 @@ const COLLECTION_UUID_MISMATCH = 361;
 /**
  * Reads one source document by its documentKey (shard key included, so mongos targets one
  * shard), as its raw bytes (RawDocument: written to the destination exactly as the source
- * stores it, decoded only where its fields must be read). Used for updates that cannot be replayed from their description.
+ * stores it, decoded only where its fields must be read). Used for updates that cannot be
+ * replayed from their description.
  * With the collection's UUID the read asserts it (6.0+): a collection renamed on the source
  * since the event is followed to its new name, and a name that now belongs to another
  * collection is never read from; a collection that is gone reads as a missing document (its
@@ -44,7 +45,6 @@ export class MongoDocumentLookup implements DocumentLookup {
           readConcern: { level: 'majority' },
         });
       } catch (error) {
-        // Decoded unpromoted (EXACT_BSON): the code may be an Int32 wrapper.
         if (
           !(error instanceof MongoServerError) ||
           Number(error.code) !== COLLECTION_UUID_MISMATCH

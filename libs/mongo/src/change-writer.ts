@@ -19,7 +19,7 @@ import {
   type WriteFailure,
   type WriteOp,
 } from '@sync/engine/apply';
-import { labelFault, labelsForCode, type ClaimGuard } from '@sync/engine';
+import { InsertBatcher, labelFault, labelsForCode, type ClaimGuard } from '@sync/engine';
 import { DocumentSequenceImpl, documentSequence } from './document-sequence';
 import { EXACT_BSON } from './exact-bson';
 import { labelDriverError, writeErrorLabels } from './fault-labelling';
@@ -165,12 +165,7 @@ export class MongoChangeWriter implements ChangeWriter {
       if (!(error instanceof MongoBulkWriteError)) throw labelDriverError(error);
       const list = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
       if (list.length === 0) throw labelDriverError(error); // not per-op (e.g. a network error)
-      return list.map((e: WriteError) => ({
-        index: e.index,
-        code: e.code,
-        message: e.errmsg ?? '',
-        faultLabels: writeErrorLabels(e.code),
-      }));
+      return list.map((e: WriteError) => failureOf(e));
     }
   }
 
@@ -195,21 +190,19 @@ export class MongoChangeWriter implements ChangeWriter {
     const statements = ops.map((op) =>
       command === 'insert' ? insertedBytes(op) : updateStatementBytes(op),
     );
-    const parts: number[][] = [];
-    let part: number[] = [];
-    let bytes = 0;
-    statements.forEach((statement, i) => {
-      const full =
-        bytes + statement.byteLength > COMMAND_BYTES || part.length >= COMMAND_STATEMENTS;
-      if (part.length > 0 && full) {
-        parts.push(part);
-        part = [];
-        bytes = 0;
-      }
-      part.push(i);
-      bytes += statement.byteLength;
+    // Statement indexes, grouped as the copy groups its documents.
+    const batcher = new InsertBatcher<number>({
+      maxBytes: COMMAND_BYTES,
+      maxDocuments: COMMAND_STATEMENTS,
     });
-    parts.push(part);
+    const parts: number[][] = [];
+    statements.forEach((statement, i) => {
+      const before = batcher.makeRoom(statement.byteLength);
+      if (before) parts.push(before.documents);
+      const filled = batcher.add(i, statement.byteLength);
+      if (filled) parts.push(filled.documents);
+    });
+    if (batcher.pending > 0) parts.push(batcher.take().documents);
     const db = this.client.db(ns.db);
     const namespace = `${ns.db}.${ns.coll}`;
     const field = command === 'insert' ? 'documents' : 'updates';
@@ -228,12 +221,7 @@ export class MongoChangeWriter implements ChangeWriter {
         },
         namespace,
       );
-      return (reply.writeErrors ?? []).map((e) => ({
-        index: e.index,
-        code: e.code,
-        message: e.errmsg ?? '',
-        faultLabels: writeErrorLabels(e.code),
-      }));
+      return (reply.writeErrors ?? []).map(failureOf);
     };
     if (parts.length === 1) return sendPart(parts[0]!);
     return sentInGroups(
@@ -394,6 +382,16 @@ export async function sendRawWrite(
 }
 
 type WriteCommand = 'insert' | 'update' | 'delete';
+
+/** A per-statement write error as a failure at its index, labelled. */
+function failureOf(e: { index: number; code: number; errmsg?: string }): WriteFailure {
+  return {
+    index: e.index,
+    code: e.code,
+    message: e.errmsg ?? '',
+    faultLabels: writeErrorLabels(e.code),
+  };
+}
 
 /** An insert's document as bytes: a raw one as it is, a decoded one encoded once. */
 function insertedBytes(op: WriteOp): Uint8Array {

@@ -1,12 +1,5 @@
 import { BSON, type Document } from 'bson';
-
-/** Decoding that keeps every BSON type as it is (the change feed's: no promotion). */
-const EXACT = {
-  promoteValues: false,
-  promoteLongs: false,
-  promoteBuffers: false,
-  bsonRegExp: true,
-} as const;
+import { EXACT } from '../copy/pick-fields';
 
 /**
  * A document as the source sent it: its exact BSON bytes, decoded only when something must read
@@ -25,11 +18,6 @@ export class RawDocument {
 
   get document(): Document {
     return (this.decoded ??= BSON.deserialize(this.bytes, EXACT));
-  }
-
-  /** The document's size in bytes (what MongoDB's 16 MiB limit counts). */
-  get byteLength(): number {
-    return this.bytes.byteLength;
   }
 }
 

@@ -103,7 +103,7 @@ export function keepsFieldOrder(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(keepsFieldOrder);
   if (!isPlainDocument(value)) return true;
   for (const key of Object.keys(value)) {
-    if (!creatable(key) && isArrayIndex(key)) return false;
+    if (isArrayIndex(key)) return false;
     if (!keepsFieldOrder(value[key])) return false;
   }
   return true;
