@@ -536,6 +536,7 @@ async function mainNamespaces(options: BenchOptions): Promise<NamespacesOnlyResu
       profileDir,
       kills: options.kills,
       workerHeapMB: options.workerHeapMB,
+      heapSnapshotDir: options.heapSnapshotDir ? resolve(options.heapSnapshotDir) : null,
       verification: options.verification,
       ...(options.perDatabase !== null ? { perDatabase: options.perDatabase } : {}),
       log,

@@ -22,6 +22,9 @@ import {
   type CpuMark,
 } from './cpu-budget';
 import { cpus } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 export const PER_DATABASE = 500;
 /** How long the worker is held at canCommit before the commit, its CPU measured (ms). */
@@ -172,6 +175,8 @@ export async function measureNamespaces(
     workerHeapMB?: number | null;
     /** Collections per database (default PER_DATABASE; one database for all: n). */
     perDatabase?: number;
+    /** Write the worker's heap snapshot here once it can commit (absent or null: none). */
+    heapSnapshotDir?: string | null;
     /** The embedded verifier (default on, as a new user runs it). */
     verification?: boolean;
   },
@@ -197,6 +202,7 @@ export async function measureNamespaces(
       if (name.startsWith('raw_')) await dst.db(name).dropDatabase();
     options.log(`  destination creates ${Math.round(rawCreatePerSec)} collections/s directly`);
 
+    if (options.heapSnapshotDir) mkdirSync(options.heapSnapshotDir, { recursive: true });
     const launch = () =>
       startWorker(
         source.firstLine.uri,
@@ -204,7 +210,12 @@ export async function measureNamespaces(
         options.profileDir,
         'namespaces',
         [],
-        options.workerHeapMB ? [`--max-old-space-size=${options.workerHeapMB}`] : [],
+        [
+          ...(options.workerHeapMB ? [`--max-old-space-size=${options.workerHeapMB}`] : []),
+          ...(options.heapSnapshotDir
+            ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${options.heapSnapshotDir}`]
+            : []),
+        ],
       );
     let worker = await launch();
     let sampler = new RssSampler(worker.started.child, 200);
@@ -274,11 +285,13 @@ export async function measureNamespaces(
       if (p.canCommit) ready = Date.now();
       else if (Date.now() > deadline) throw new Error(`no canCommit in ${timeoutMs} ms`);
       else {
-        if (Date.now() - shown > 10_000) {
+        if (Date.now() - shown > 5_000) {
           shown = Date.now();
           const copied = (p as unknown as { namespaces?: { copied?: number } }).namespaces?.copied;
+          const rss = memoryOf(worker.started.child);
+          const heap = await heapOf(worker.api);
           options.log(
-            `  ${Math.round((Date.now() - startedAt) / 1000)} s: ${copied ?? '?'} copied`,
+            `  ${Math.round((Date.now() - startedAt) / 1000)} s: ${copied ?? '?'} copied; worker RSS ${Math.round(rss?.rssMB ?? 0)} MB (peak ${Math.round(rss?.hwmMB ?? 0)})${heap ? `, V8 heap ${heap.usedMB} MB used of ${heap.totalMB}` : ''}`,
           );
         }
         await sleep(200);
@@ -308,6 +321,14 @@ export async function measureNamespaces(
     const idleCpuPercent =
       (100 * (cpuSecondsOf(worker.started.child) - holdStart.cpu)) /
       ((Date.now() - holdStart.at) / 1000);
+    // Taking a snapshot costs the worker memory of its own: the peak is read before it.
+    const peakRssMBBeforeSnapshot = options.heapSnapshotDir
+      ? Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0)
+      : null;
+    if (options.heapSnapshotDir)
+      options.log(
+        `  heap snapshot: ${await heapSnapshot(worker.started.child, worker.api, options.heapSnapshotDir)}`,
+      );
     const commitAt = Date.now();
     await post(worker.api, 'commit', {});
     let last: Document = {};
@@ -325,7 +346,9 @@ export async function measureNamespaces(
         .join(' | ')}`,
     );
     sampler.stop();
-    const peakRssMB = Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0);
+    const peakRssMB =
+      peakRssMBBeforeSnapshot ??
+      Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0);
     stopping = true;
     await worker.started.stop();
     // Every run ends with the check a user would make: both clusters byte for byte.
@@ -378,6 +401,39 @@ export async function measureNamespaces(
   } finally {
     await Promise.all([src.close(), dst.close()]);
     await Promise.all([source.stop(), destination.stop()]);
+  }
+}
+
+/** The worker's V8 heap as its `/metrics` reports it (prom-client's default metrics), MB. */
+async function heapOf(api: string): Promise<{ usedMB: number; totalMB: number } | null> {
+  try {
+    const text = await (await fetch(api.replace(/\/api\/v1$/, '/metrics'))).text();
+    const metric = (name: string): number =>
+      Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
+    const usedMB = Math.round(metric('nodejs_heap_size_used_bytes'));
+    const totalMB = Math.round(metric('nodejs_heap_size_total_bytes'));
+    return Number.isFinite(usedMB) && Number.isFinite(totalMB) ? { usedMB, totalMB } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Signals the worker (started with `--heapsnapshot-signal=SIGUSR2`) and waits for its snapshot:
+ * V8 writes it on the main thread, so the API answering again after the file appeared means it
+ * is complete. Returns the file's path.
+ */
+async function heapSnapshot(child: ChildProcess, api: string, dir: string): Promise<string> {
+  const before = new Set(existsSync(dir) ? readdirSync(dir) : []);
+  child.kill('SIGUSR2');
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    await sleep(500);
+    const written = (existsSync(dir) ? readdirSync(dir) : []).find(
+      (f) => f.endsWith('.heapsnapshot') && !before.has(f),
+    );
+    if (written && (await progress(api).catch(() => null)) !== null) return join(dir, written);
+    if (Date.now() > deadline) throw new Error('no heap snapshot in 600 s');
   }
 }
 

@@ -36,6 +36,8 @@ export interface BenchOptions {
   kills: number;
   /** (k): the worker's V8 heap limit in MiB (`--max-old-space-size`; null: Node's default). */
   workerHeapMB: number | null;
+  /** (k): write the worker's V8 heap snapshot into this directory at canCommit (null: none). */
+  heapSnapshotDir: string | null;
   /** (k): collections per database (null: the default, 500). */
   perDatabase: number | null;
   /**
@@ -72,6 +74,9 @@ export const USAGE = `usage: npm run bench -- [options]
                           COMMITTED, peak RSS, and the destination's own create rate
   --worker-heap-mb MIB    with --namespaces: the worker's V8 heap limit (--max-old-space-size),
                           to check that a sync of N namespaces fits the heap its start admits
+  --heap-snapshot [DIR]   with --namespaces: write the worker's V8 heap snapshot into DIR once
+                          it can commit (default .tmp/bench-heap; open it in Chrome DevTools'
+                          Memory tab). Peak RSS is then read before the snapshot is taken
   --per-database N        with --namespaces: N collections per database (default 500; as many
                           as --namespaces puts every tenant's collection in one database)
   --kills K               with --namespaces: SIGKILL the worker K times during its copy (each
@@ -117,6 +122,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     namespaces: null,
     kills: 0,
     workerHeapMB: null,
+    heapSnapshotDir: null,
     perDatabase: null,
     verification: true,
     verificationGiven: false,
@@ -201,6 +207,12 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       case '--worker-heap-mb':
         o.workerHeapMB = Math.floor(positive(value()));
         break;
+      case '--heap-snapshot': {
+        const next = argv[i + 1];
+        o.heapSnapshotDir =
+          next !== undefined && !next.startsWith('--') ? (i++, next) : '.tmp/bench-heap';
+        break;
+      }
       case '--per-database':
         o.perDatabase = Math.floor(positive(value()));
         break;
