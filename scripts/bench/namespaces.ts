@@ -325,10 +325,16 @@ export async function measureNamespaces(
     const peakRssMBBeforeSnapshot = options.heapSnapshotDir
       ? Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0)
       : null;
-    if (options.heapSnapshotDir)
+    if (options.heapSnapshotDir) {
       options.log(
         `  heap snapshot: ${await heapSnapshot(worker.started.child, worker.api, options.heapSnapshotDir)}`,
       );
+      // The snapshot stopped the worker for seconds: its change stream lags until it catches up.
+      while (!(await progress(worker.api)).canCommit) {
+        if (Date.now() > deadline) throw new Error(`no canCommit after the heap snapshot`);
+        await sleep(200);
+      }
+    }
     const commitAt = Date.now();
     await post(worker.api, 'commit', {});
     let last: Document = {};
