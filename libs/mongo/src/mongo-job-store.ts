@@ -11,11 +11,11 @@ import {
   type PartitionRecord,
   type PersistedJob,
 } from '@sync/engine';
-import { createHash } from 'node:crypto';
 import { BSON, type Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import { CLAIM_EPOCH, Fencing, isDuplicateKey } from './claim-fencing';
 import { EXACT_BSON, toNumber } from './exact-bson';
+import { recordFingerprint, WrittenCatalog } from './written-catalog';
 import { writeErrorLabels } from './fault-labelling';
 
 /** Records per bulk write of the store, and bulks in flight at once (independent writes only). */
@@ -34,13 +34,6 @@ const STORE_BULKS_IN_FLIGHT = 4;
  * epoch) and in the document — so once a successor stamped its newer epoch, a write of this
  * worker matches nothing and throws ShardClaimLost.
  */
-/** A catalog record as this store last wrote or read it. */
-interface WrittenRecord {
-  digest: string;
-  pos: number;
-  version: number;
-}
-
 export class MongoJobStore implements JobStore {
   private readonly fencing: Fencing;
   /**
@@ -48,7 +41,7 @@ export class MongoJobStore implements JobStore {
    * place in the catalog's order and the version it was written under. Null before the first
    * load or save (nothing known).
    */
-  private written: Map<string, WrittenRecord> | null = null;
+  private written: WrittenCatalog | null = null;
   private catalogVersion = 0;
   /** A save wrote catalog records and has not switched to them (it failed, or is under way). */
   private unswitched = false;
@@ -119,7 +112,7 @@ export class MongoJobStore implements JobStore {
       .toArray();
     const current: Array<{ record: Document; pos: number; version: number }> = [];
     const garbage: unknown[] = [];
-    const written = new Map<string, WrittenRecord>();
+    const written = new WrittenCatalog();
     let last: string | null = null;
     for (const doc of docs) {
       const v = toNumber(doc.version);
@@ -134,11 +127,7 @@ export class MongoJobStore implements JobStore {
     current.sort((a, b) => a.pos - b.pos);
     const namespaces = normaliseNamespaces(current.map((c) => c.record));
     namespaces.forEach((n, i) =>
-      written.set(n.key, {
-        digest: recordDigest(n),
-        pos: current[i]!.pos,
-        version: current[i]!.version,
-      }),
+      written.set(n.key, recordDigest(n), current[i]!.pos, current[i]!.version),
     );
     this.written = written;
     this.catalogVersion = version;
@@ -177,23 +166,22 @@ export class MongoJobStore implements JobStore {
     }
     this.unswitched = true;
     const before = this.written!;
-    const after = new Map<string, WrittenRecord>();
-    let nextPos = 0;
-    for (const w of before.values()) nextPos = Math.max(nextPos, w.pos + 1);
+    const after = new WrittenCatalog();
+    let nextPos = before.nextPos();
     const changed: Array<{ key: string; pos: number; bytes: Uint8Array }> = [];
     for (const { key, digest, bytes } of encoded) {
-      const known = before.get(key);
-      const pos = known?.pos ?? nextPos++;
-      if (!known || known.digest !== digest) {
+      const known = before.pos(key);
+      const pos = known ?? nextPos++;
+      if (known === undefined || !before.matches(key, digest)) {
         // Kept by encodeRecords for every record not known equal when the save began.
         changed.push({ key, pos, bytes: bytes! });
-        after.set(key, { digest, pos, version: -1 }); // the new version, set below
-      } else after.set(key, known);
+        after.set(key, digest, pos, -1); // the new version, set below
+      } else after.copyFrom(before, key);
     }
     const removed = [...before.keys()].filter((key) => !after.has(key));
     const version =
       changed.length > 0 || removed.length > 0 ? this.catalogVersion + 1 : this.catalogVersion;
-    for (const c of changed) after.get(c.key)!.version = version;
+    for (const c of changed) after.setVersion(c.key, version);
     // A changed record's encoding, or a removed one's tombstone.
     const writes: Array<{ key: string; pos?: number; bytes?: Uint8Array }> = [
       ...changed,
@@ -220,9 +208,9 @@ export class MongoJobStore implements JobStore {
     // key and the version each was written under): point deletes, whatever the catalog's size.
     // (One that fails is garbage the next load deletes.)
     const replaced = writes
-      .map((w) => before.get(w.key))
-      .map((old, i) => (old ? `${this.syncID}|${writes[i]!.key}|${old.version}` : null))
-      .filter((id): id is string => id !== null);
+      .map((w) => ({ key: w.key, old: before.version(w.key) }))
+      .filter(({ old }) => old !== undefined)
+      .map(({ key, old }) => `${this.syncID}|${key}|${old}`);
     await inSlices(replaced, STORE_BULK, STORE_BULKS_IN_FLIGHT, (slice) =>
       this.collection('catalog')
         .deleteMany({ _id: { $in: slice as never[] }, ...this.fencing.filter(epoch) })
@@ -332,7 +320,7 @@ export class MongoJobStore implements JobStore {
         ...this.fencing.filter(epoch),
       });
     }
-    this.written = new Map();
+    this.written = new WrittenCatalog();
     this.catalogVersion = 0;
   }
 
@@ -431,16 +419,12 @@ export class MongoJobStore implements JobStore {
 }
 
 /**
- * A record's fingerprint: the SHA-1 of its BSON, to tell a changed record from one already
+ * A record's fingerprint (recordFingerprint), to tell a changed record from one already
  * written. A digest, not the bytes: kept for every namespace, the bytes cost ~700 bytes each
- * (small Buffers pin slices of Node's 8 KiB pool slabs); the digest ~60.
+ * (small Buffers pin slices of Node's 8 KiB pool slabs); the digest 16, in WrittenCatalog.
  */
-function recordDigest(record: NamespaceRecord): string {
-  return digestOf(BSON.serialize(record as unknown as Document));
-}
-
-function digestOf(bytes: Uint8Array): string {
-  return createHash('sha1').update(bytes).digest('base64');
+function recordDigest(record: NamespaceRecord): Buffer {
+  return recordFingerprint(BSON.serialize(record as unknown as Document));
 }
 
 /**
@@ -449,13 +433,12 @@ function digestOf(bytes: Uint8Array): string {
  */
 function encodeRecords(
   records: NamespaceRecord[],
-  written: Map<string, WrittenRecord> | null,
-): Array<{ key: string; digest: string; bytes?: Uint8Array }> {
+  written: WrittenCatalog | null,
+): Array<{ key: string; digest: Buffer; bytes?: Uint8Array }> {
   return records.map((record) => {
     const bytes = BSON.serialize(record as unknown as Document);
-    const digest = digestOf(bytes);
-    const known = written?.get(record.key);
-    return known && known.digest === digest
+    const digest = recordFingerprint(bytes);
+    return written?.matches(record.key, digest)
       ? { key: record.key, digest }
       : { key: record.key, digest, bytes };
   });

@@ -65,8 +65,12 @@ export class NamespaceState {
   private idMap: Map<string, DirtyId> | null = null;
   /** Absent until the catalog told its copy partitions. */
   ranges: RangeState[] | null = null;
-  /** Catalog signature (key, partition set, copy state): a new one restarts the namespace. */
+  /**
+   * What its ranges were built for (TrackedNamespace's `signature` and `generation`): a new one
+   * restarts the namespace.
+   */
   signature = '';
+  generation = 0;
   /** Natural-order partitions (capped): no `_id` tracking, every write marks the range. */
   natural = false;
   /** Writes arrived past the caps before the ranges were known: every range dirty. */
@@ -122,7 +126,15 @@ export class NamespaceState {
 export interface TrackedNamespace {
   database: string;
   collection: string;
+  /**
+   * What the ranges are built for, with `generation`: a change of either restarts the namespace
+   * (fresh ranges, all unchecked). The verifier gives the catalog key (the record's own string,
+   * so nothing is allocated per namespace) and folds the partition set, copy state and type
+   * into the number.
+   */
   signature: string;
+  /** See `signature` (absent: 0). */
+  generation?: number;
   ranges: IdRange[];
   /** Per range: copied, so it may be checked (absent: every range is). */
   ready?: boolean[];
@@ -366,12 +378,14 @@ export class DirtyTracker {
   private follow(ns: TrackedNamespace, round: number): void {
     const state = this.state(ns.database, ns.collection);
     state.followed = round;
-    if (state.signature !== ns.signature || !state.ranges) {
+    const generation = ns.generation ?? 0;
+    if (state.signature !== ns.signature || state.generation !== generation || !state.ranges) {
       this.version += 1;
       const now = this.now();
       const seq = ++this.seq;
       if (!state.ranges) this.ranged += 1;
       state.signature = ns.signature;
+      state.generation = generation;
       state.natural = ns.natural;
       state.metadataOk = false;
       state.metadataDiffers = 0;
