@@ -15,7 +15,7 @@ import { BSON, type Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import { CLAIM_EPOCH, Fencing, isDuplicateKey } from './claim-fencing';
 import { EXACT_BSON, toNumber } from './exact-bson';
-import { recordFingerprint, WrittenCatalog } from './written-catalog';
+import { EncodedCatalog, recordFingerprint, WrittenCatalog } from './written-catalog';
 import { writeErrorLabels } from './fault-labelling';
 
 /** Records per bulk write of the store, and bulks in flight at once (independent writes only). */
@@ -154,7 +154,9 @@ export class MongoJobStore implements JobStore {
     // The records may be the caller's live objects: each is encoded now, before any await, and
     // only the encodings of those that changed are kept until written (compact bytes, decoded
     // again 1,000 at a time, instead of a deep copy of every record held across the writes).
-    const encoded = encodeRecords(namespaces, this.written);
+    const encoded = new EncodedCatalog(namespaces, this.written, (record) =>
+      BSON.serialize(record as unknown as Document),
+    );
     if (this.written === null) await this.learnCatalog(job._id, epoch);
     else if (this.unswitched) {
       // An earlier save wrote records and failed before its switch: they must not show through.
@@ -168,13 +170,15 @@ export class MongoJobStore implements JobStore {
     const before = this.written!;
     const after = new WrittenCatalog();
     let nextPos = before.nextPos();
-    const changed: Array<{ key: string; pos: number; bytes: Uint8Array }> = [];
-    for (const { key, digest, bytes } of encoded) {
+    const changed: Array<{ key: string; pos: number; at: number }> = [];
+    for (let at = 0; at < encoded.length; at++) {
+      const key = encoded.keys[at]!;
+      const digest = encoded.digest(at);
       const known = before.pos(key);
       const pos = known ?? nextPos++;
       if (known === undefined || !before.matches(key, digest)) {
-        // Kept by encodeRecords for every record not known equal when the save began.
-        changed.push({ key, pos, bytes: bytes! });
+        // Its bytes were kept for every record not known equal when the save began.
+        changed.push({ key, pos, at });
         after.set(key, digest, pos, -1); // the new version, set below
       } else after.copyFrom(before, key);
     }
@@ -183,7 +187,7 @@ export class MongoJobStore implements JobStore {
       changed.length > 0 || removed.length > 0 ? this.catalogVersion + 1 : this.catalogVersion;
     for (const c of changed) after.setVersion(c.key, version);
     // A changed record's encoding, or a removed one's tombstone.
-    const writes: Array<{ key: string; pos?: number; bytes?: Uint8Array }> = [
+    const writes: Array<{ key: string; pos?: number; at?: number }> = [
       ...changed,
       ...removed.map((key) => ({ key })),
     ];
@@ -192,7 +196,7 @@ export class MongoJobStore implements JobStore {
     // the job names are written at the same time (as invisible until the switch).
     await allSettledOrThrow([
       partitions?.length ? this.addPartitions(partitions) : Promise.resolve(),
-      this.writeRecords(writes, version, epoch),
+      this.writeRecords(writes, encoded, version, epoch),
     ]);
     await this.write('saving the job document', epoch, () =>
       this.collection('jobs').replaceOne(
@@ -223,7 +227,8 @@ export class MongoJobStore implements JobStore {
 
   /** A catalog version's changed records and tombstones, in slices (`insertElseReplace`). */
   private writeRecords(
-    writes: Array<{ key: string; pos?: number; bytes?: Uint8Array }>,
+    writes: Array<{ key: string; pos?: number; at?: number }>,
+    encoded: EncodedCatalog,
     version: number,
     epoch: number | undefined,
   ): Promise<void> {
@@ -231,11 +236,12 @@ export class MongoJobStore implements JobStore {
       this.insertElseReplace(
         'catalog',
         'writing the catalog',
-        slice.map(({ key, pos, bytes }) => {
+        slice.map(({ key, pos, at }) => {
           const _id = `${this.syncID}|${key}|${version}`;
-          const doc = bytes
-            ? { pos, record: BSON.deserialize(bytes, EXACT_BSON) }
-            : { deleted: true };
+          const doc =
+            at !== undefined
+              ? { pos, record: BSON.deserialize(encoded.bytes(at)!, EXACT_BSON) }
+              : { deleted: true };
           return this.stamped({ _id, syncID: this.syncID, key, version, ...doc }, epoch);
         }),
         epoch,
@@ -425,23 +431,6 @@ export class MongoJobStore implements JobStore {
  */
 function recordDigest(record: NamespaceRecord): Buffer {
   return recordFingerprint(BSON.serialize(record as unknown as Document));
-}
-
-/**
- * Each record's digest, and its BSON encoding when it may need writing: the written one differs
- * or is unknown (with no catalog learnt yet, every record's is kept).
- */
-function encodeRecords(
-  records: NamespaceRecord[],
-  written: WrittenCatalog | null,
-): Array<{ key: string; digest: Buffer; bytes?: Uint8Array }> {
-  return records.map((record) => {
-    const bytes = BSON.serialize(record as unknown as Document);
-    const digest = recordFingerprint(bytes);
-    return written?.matches(record.key, digest)
-      ? { key: record.key, digest }
-      : { key: record.key, digest, bytes };
-  });
 }
 
 function normaliseJob(raw: Document): JobRecord {

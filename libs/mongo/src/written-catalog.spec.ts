@@ -1,4 +1,5 @@
-import { recordFingerprint, WrittenCatalog } from './written-catalog';
+import { BSON } from 'bson';
+import { EncodedCatalog, recordFingerprint, WrittenCatalog } from './written-catalog';
 
 describe('WrittenCatalog', () => {
   const fp = (text: string) => recordFingerprint(Buffer.from(text));
@@ -45,5 +46,42 @@ describe('WrittenCatalog', () => {
     const w = new WrittenCatalog();
     expect(w.size).toBe(0);
     expect(w.nextPos()).toBe(0);
+  });
+});
+
+describe('EncodedCatalog', () => {
+  const encode = (record: { key: string }) => BSON.serialize(record);
+  const records = Array.from({ length: 3000 }, (_, i) => ({
+    key: `k${i}`,
+    name: `collection ${i}`.repeat(1 + (i % 5)),
+  }));
+
+  it('keeps every record and its fingerprint when nothing is known, packed past its first size', () => {
+    const encoded = new EncodedCatalog(records, null, encode);
+    expect(encoded.length).toBe(3000);
+    for (const i of [0, 1, 1500, 2999]) {
+      expect(encoded.keys[i]).toBe(`k${i}`);
+      expect(BSON.deserialize(encoded.bytes(i)!)).toEqual(records[i]);
+      expect(encoded.digest(i).equals(recordFingerprint(encode(records[i]!)))).toBe(true);
+    }
+  });
+
+  it('keeps no bytes for a record the written catalog holds with the same fingerprint', () => {
+    const written = new WrittenCatalog();
+    written.set('k1', recordFingerprint(encode(records[1]!)), 1, 1);
+    const before = { key: 'k2', name: 'before' };
+    written.set('k2', recordFingerprint(encode(before)), 2, 1);
+    const encoded = new EncodedCatalog(records.slice(0, 3), written, encode);
+    expect(encoded.bytes(1)).toBeUndefined();
+    expect(encoded.digest(1).equals(recordFingerprint(encode(records[1]!)))).toBe(true);
+    expect(BSON.deserialize(encoded.bytes(0)!)).toEqual(records[0]);
+    expect(BSON.deserialize(encoded.bytes(2)!)).toEqual(records[2]);
+  });
+
+  it('encodes the records as they are when made: later changes to them do not show', () => {
+    const live = [{ key: 'a', n: 1 }];
+    const encoded = new EncodedCatalog(live, null, encode);
+    live[0]!.n = 2;
+    expect(BSON.deserialize(encoded.bytes(0)!)).toEqual({ key: 'a', n: 1 });
   });
 });

@@ -79,24 +79,39 @@ export async function runPool(
   signal?: AbortSignal,
   beforeTask?: () => Promise<void>,
 ): Promise<void> {
+  await runEach(tasks.length, concurrency, (i) => tasks[i]!(), signal, beforeTask);
+  if (signal?.aborted) throw new Error('verification stopped');
+}
+
+/**
+ * `run(0)` … `run(count - 1)`, `concurrency` at a time, in order; the first failure stops the
+ * others from starting (and is thrown). Nothing is made per item ahead of its turn: at 100,000
+ * namespaces a list of closures cost ~10 MB while it lasted.
+ */
+export async function runEach(
+  count: number,
+  concurrency: number,
+  run: (index: number) => Promise<void>,
+  signal?: AbortSignal,
+  beforeTask?: () => Promise<void>,
+): Promise<void> {
   let next = 0;
   let failed = false;
   const worker = async (): Promise<void> => {
-    while (!failed && !signal?.aborted && next < tasks.length) {
+    while (!failed && !signal?.aborted && next < count) {
       if (beforeTask) {
         await beforeTask();
-        if (failed || signal?.aborted || next >= tasks.length) break;
+        if (failed || signal?.aborted || next >= count) break;
       }
-      const task = tasks[next++]!;
+      const index = next++;
       try {
-        await task();
+        await run(index);
       } catch (error) {
         failed = true;
         throw error;
       }
     }
   };
-  const workers = Array.from({ length: Math.max(1, Math.min(concurrency, tasks.length)) }, worker);
+  const workers = Array.from({ length: Math.max(1, Math.min(concurrency, count)) }, worker);
   await Promise.all(workers);
-  if (signal?.aborted) throw new Error('verification stopped');
 }
