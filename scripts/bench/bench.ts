@@ -252,6 +252,7 @@ async function main(options: BenchOptions): Promise<BenchResult> {
       `  ${Math.round(copy1.docsPerSec)} docs/s, ${copy1.mbPerSec.toFixed(1)} MB/s in ${copy1.seconds.toFixed(1)} s, peak RSS ${copy1.peakRssMB.toFixed(0)} MB`,
     );
     log(`  CPU µs per document: ${describeCpu(copy1.cpuMicrosPerDoc)}`);
+    log(`  worker log, start → copy done: ${copy1.timeline}`);
 
     let change: BenchResult['change'];
     if (options.skipChanges) change = { skipped: '--skip-changes' };

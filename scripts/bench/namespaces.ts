@@ -9,7 +9,7 @@
  * copy of many small collections is compared with.
  */
 import { MongoClient, type Document } from 'mongodb';
-import { memoryOf, RssSampler, sleep, startEmulator, startWorker } from './processes';
+import { logTimeline, memoryOf, RssSampler, sleep, startEmulator, startWorker } from './processes';
 import { compareClusters } from '../lib/compare-clusters';
 import { post, progress } from './worker-copy';
 import { inLanes } from './dataset';
@@ -308,11 +308,7 @@ export async function measureNamespaces(
       );
     const startToCanCommitSeconds = (ready - startedAt) / 1000;
     // Where start → canCommit went: the worker's log messages as they first appeared.
-    const phases = worker
-      .timeline()
-      .filter(([, at]) => at >= startedAt && at <= ready)
-      .map(([msg, at]) => `+${((at - startedAt) / 1000).toFixed(1)}s ${msg}`);
-    options.log(`  worker log, start → canCommit: ${phases.join(' | ')}`);
+    options.log(`  worker log, start → canCommit: ${logTimeline(worker, startedAt, ready)}`);
     const holdStart = { cpu: cpuSecondsOf(worker.started.child), at: Date.now() };
     while (Date.now() - holdStart.at < HOLD_MS) {
       await progress(worker.api);

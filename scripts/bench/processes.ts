@@ -77,6 +77,15 @@ export interface WorkerProcess {
   commitSteps(): Array<{ step: string; ms: number }>;
 }
 
+/** The worker's log messages as they first appeared between two instants, timed from the first. */
+export function logTimeline(worker: WorkerProcess, from: number, to: number): string {
+  return worker
+    .timeline()
+    .filter(([, at]) => at >= from && at <= to)
+    .map(([msg, at]) => `+${((at - from) / 1000).toFixed(1)}s ${msg}`)
+    .join(' | ');
+}
+
 /**
  * Starts a worker on a free port and waits until its API answers `progress` (it answers 503
  * while INITIALIZING). Log lines are watched so phase ends can be timed from the worker's side.

@@ -1,6 +1,6 @@
 import { cpuSince, type CpuMark, type CpuParts } from './cpu-budget';
 import { rate, type Rate } from './raw-rates';
-import { RssSampler, sleep, startWorker, type WorkerProcess } from './processes';
+import { logTimeline, RssSampler, sleep, startWorker, type WorkerProcess } from './processes';
 
 export interface Progress {
   state: string;
@@ -44,6 +44,8 @@ export interface CopyRun extends Rate {
   cpuMicrosPerDoc: CpuMark;
   worker: WorkerProcess;
   sampler: RssSampler;
+  /** Where the copy's time went: the worker's log messages from start to the copy's end. */
+  timeline: string;
 }
 
 /**
@@ -109,5 +111,6 @@ export async function runWorkerCopy(
     cpuMicrosPerDoc,
     worker,
     sampler,
+    timeline: logTimeline(worker, startedAt, endedAt),
   };
 }
