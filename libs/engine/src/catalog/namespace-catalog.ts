@@ -57,22 +57,23 @@ export async function describeNamespace(
   /** Its indexes, when the caller read them already (read after `listedAt`, as here). */
   knownIndexes?: Document[],
 ): Promise<NamespaceRecord> {
-  const base = {
-    key: keyOf(database, info),
-    database,
-    collection: info.name,
-    options: sharedDocument(info.options),
-    relaxedIndexes: [],
-    listedAt,
-  };
+  const key = keyOf(database, info);
+  const options = sharedDocument(info.options);
+  // Each record one literal of every field in one order (no spread of a shared part): records
+  // made so share V8's hidden classes.
   if (info.type === 'view') {
     return {
-      ...base,
+      key,
+      database,
+      collection: info.name,
       type: 'view',
+      options,
       indexes: [],
+      relaxedIndexes: [],
       estimatedBytes: 0,
       estimatedCount: 0,
       capped: false,
+      listedAt,
       copy: 'none',
     };
   }
@@ -81,12 +82,17 @@ export async function describeNamespace(
     estimate ?? source.collectionStats(database, info.name),
   ]);
   return {
-    ...base,
+    key,
+    database,
+    collection: info.name,
     type: 'collection',
+    options,
     indexes: sharedDocuments(indexes),
+    relaxedIndexes: [],
     estimatedBytes: stats.bytes,
     estimatedCount: stats.count,
     capped: info.options.capped === true,
+    listedAt,
     copy: 'pending',
   };
 }
