@@ -173,13 +173,16 @@ export class MongoJobStore implements JobStore {
     const changed: Array<{ key: string; pos: number; at: number }> = [];
     for (let at = 0; at < encoded.length; at++) {
       const key = encoded.keys[at]!;
-      const digest = encoded.digest(at);
       const known = before.pos(key);
       const pos = known ?? nextPos++;
-      if (known === undefined || !before.matches(key, digest)) {
+      // Equal if found so when encoded (against this same catalog: `written` is replaced only by
+      // learnCatalog, and encoding without one found nothing equal) or to the catalog just learnt.
+      const equal =
+        known !== undefined && (!encoded.kept(at) || before.matches(key, encoded.digest(at)));
+      if (!equal) {
         // Its bytes were kept for every record not known equal when the save began.
         changed.push({ key, pos, at });
-        after.set(key, digest, pos, -1); // the new version, set below
+        after.set(key, encoded.digest(at), pos, -1); // the new version, set below
       } else after.copyFrom(before, key);
     }
     const removed = [...before.keys()].filter((key) => !after.has(key));

@@ -73,6 +73,7 @@ describe('EncodedCatalog', () => {
     written.set('k2', recordFingerprint(encode(before)), 2, 1);
     const encoded = new EncodedCatalog(records.slice(0, 3), written, encode);
     expect(encoded.bytes(1)).toBeUndefined();
+    expect([encoded.kept(0), encoded.kept(1), encoded.kept(2)]).toEqual([true, false, true]);
     expect(encoded.digest(1).equals(recordFingerprint(encode(records[1]!)))).toBe(true);
     expect(BSON.deserialize(encoded.bytes(0)!)).toEqual(records[0]);
     expect(BSON.deserialize(encoded.bytes(2)!)).toEqual(records[2]);

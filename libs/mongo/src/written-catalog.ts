@@ -154,6 +154,11 @@ export class EncodedCatalog {
     return this.digests.subarray(i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES);
   }
 
+  /** Record `i` differed from the written catalog given (or none was): its bytes are kept. */
+  kept(i: number): boolean {
+    return this.starts[i]! >= 0;
+  }
+
   /** Record `i`'s BSON, unless it was known equal (then not kept). */
   bytes(i: number): Uint8Array | undefined {
     const start = this.starts[i]!;
