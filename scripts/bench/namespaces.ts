@@ -317,10 +317,10 @@ export async function measureNamespaces(
     const idleCpuPercent =
       (100 * (cpuSecondsOf(worker.started.child) - holdStart.cpu)) /
       ((Date.now() - holdStart.at) / 1000);
+    const peakRssMBNow = () =>
+      Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0);
     // Taking a snapshot costs the worker memory of its own: the peak is read before it.
-    const peakRssMBBeforeSnapshot = options.heapSnapshotDir
-      ? Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0)
-      : null;
+    const peakRssMBBeforeSnapshot = options.heapSnapshotDir ? peakRssMBNow() : null;
     if (options.heapSnapshotDir) {
       options.log(
         `  heap snapshot: ${await heapSnapshot(worker.started.child, worker.api, options.heapSnapshotDir)}`,
@@ -348,9 +348,7 @@ export async function measureNamespaces(
         .join(' | ')}`,
     );
     sampler.stop();
-    const peakRssMB =
-      peakRssMBBeforeSnapshot ??
-      Math.max(peakRssMBBeforeKills, memoryOf(worker.started.child)?.hwmMB ?? 0);
+    const peakRssMB = peakRssMBBeforeSnapshot ?? peakRssMBNow();
     stopping = true;
     await worker.started.stop();
     // Every run ends with the check a user would make: both clusters byte for byte.

@@ -139,6 +139,13 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       i += 1;
       return next;
     };
+    /** The next argument when it is a value, else `fallback` (an option whose value is optional). */
+    const optional = (fallback: string): string => {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--')) return fallback;
+      i += 1;
+      return next;
+    };
     const positive = (text: string): number => {
       const n = Number(text);
       if (!Number.isFinite(n) || n <= 0)
@@ -207,12 +214,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       case '--worker-heap-mb':
         o.workerHeapMB = Math.floor(positive(value()));
         break;
-      case '--heap-snapshot': {
-        const next = argv[i + 1];
-        o.heapSnapshotDir =
-          next !== undefined && !next.startsWith('--') ? (i++, next) : '.tmp/bench-heap';
+      case '--heap-snapshot':
+        o.heapSnapshotDir = optional('.tmp/bench-heap');
         break;
-      }
       case '--per-database':
         o.perDatabase = Math.floor(positive(value()));
         break;
@@ -224,12 +228,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         o.verificationGiven = true;
         break;
       }
-      case '--cpu-prof': {
-        const next = argv[i + 1];
-        o.profileDir =
-          next !== undefined && !next.startsWith('--') ? (i++, next) : '.tmp/bench-profiles';
+      case '--cpu-prof':
+        o.profileDir = optional('.tmp/bench-profiles');
         break;
-      }
       case '--help':
       case '-h':
         throw new BenchUsageError('');
